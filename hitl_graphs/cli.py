@@ -1,0 +1,311 @@
+"""`hitl`: start, list, inspect and decide paused threads from a shell.
+
+Every command opens the database (`--db`, else `$HITL_DB`, else `checkpoints/hitl.sqlite`),
+does one thing and exits, so each call may be a different process, hours apart. `--json` gives
+machine-readable output. A refused request exits 1 with one line on stderr and changes nothing.
+
+    hitl run email --input '{"to": "ana@example.com", "topic": "lunch"}'
+    hitl pending
+    hitl modify THREAD --patch '{"subject": "Lunch on Friday?"}' --actor ana
+    hitl history THREAD
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.json import JSON
+from rich.panel import Panel
+from rich.table import Table
+
+from hitl_graphs.builtin import register_builtins
+from hitl_graphs.decisions import Approve, Decision, Modify, Reject
+from hitl_graphs.errors import HitlError
+from hitl_graphs.registry import load_app, registered
+from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
+from hitl_graphs.runner import Runner
+from hitl_graphs.store import default_db_path
+
+app = typer.Typer(
+    name="hitl",
+    help="Human-in-the-loop review for LangGraph: list paused threads and approve, modify or reject them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(highlight=False, soft_wrap=True)
+
+
+class _Opts:
+    db: Path | None = None
+
+
+_opts = _Opts()
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+ReviewOpt = Annotated[str | None, typer.Option("--review", help="Review id (or a unique prefix) when several are pending.")]
+ActorOpt = Annotated[str | None, typer.Option("--actor", help="Who decides (default: $HITL_ACTOR, else your login).")]
+CommentOpt = Annotated[str | None, typer.Option("--comment", help="A note kept in the history.")]
+
+
+@app.callback()
+def _main(
+    db: Annotated[Path | None, typer.Option("--db", help="SQLite file (default: $HITL_DB or checkpoints/hitl.sqlite).")] = None,
+    app_module: Annotated[
+        str | None, typer.Option("--app", help="Import this module first, to register your own workflows (or $HITL_APP).")
+    ] = None,
+) -> None:
+    _opts.db = db
+    register_builtins()
+    module = app_module or os.environ.get("HITL_APP")
+    if module:
+        _guard(lambda: load_app(module))
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+def _guard(fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except HitlError as exc:
+        _fail(str(exc))
+
+
+@contextmanager
+def _runner() -> Iterator[Runner]:
+    path = str(_opts.db) if _opts.db else str(default_db_path())
+    try:
+        with Runner.open(path) as runner:
+            yield runner
+    except HitlError as exc:
+        _fail(str(exc))
+    except typer.Exit:
+        raise
+    except Exception as exc:  # a node of the user's graph raised: say so in one line
+        _fail(f"the graph raised {type(exc).__name__}: {exc}")
+
+
+def _json_arg(text: str, option: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        _fail(f"{option} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
+    if not isinstance(value, dict):
+        _fail(f"{option} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _actor(actor: str | None) -> str:
+    return actor or os.environ.get("HITL_ACTOR") or getpass.getuser()
+
+
+# -- output ---------------------------------------------------------------------------------
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def _review_json(r: ReviewRequest) -> dict[str, Any]:
+    return r.model_dump(mode="json")
+
+
+def _view_json(view: ThreadView) -> dict[str, Any]:
+    return view.model_dump(mode="json")
+
+
+def render_review(r: ReviewRequest, console: Console = out) -> None:
+    """Show one review as a panel: what is asked, what may be answered, and the payload."""
+    head = (
+        f"[bold]{r.title}[/bold]\n"
+        f"thread [cyan]{r.thread_id}[/cyan]  review [cyan]{r.review_id}[/cyan]\n"
+        f"workflow {r.workflow} · {r.position} node [bold]{r.node}[/bold] · kind {r.kind}\n"
+        f"may: {', '.join(r.allowed)}"
+        + (f" · editable: {', '.join(r.editable)}" if r.editable and "modify" in r.allowed else "")
+    )
+    console.print(Panel(head, title="review", expand=False))
+    console.print(JSON.from_data(r.payload, default=str))
+
+
+def _print_view(view: ThreadView) -> None:
+    status = view.status + (f" ({view.outcome})" if view.outcome else "")
+    out.print(f"thread [cyan]{view.thread_id}[/cyan] · workflow {view.workflow} · [bold]{status}[/bold]")
+    if view.error:
+        out.print(f"[red]{view.error}[/red]")
+    if view.awaiting_recovery:
+        out.print(f"[yellow]decided, awaiting recovery: {', '.join(view.awaiting_recovery)} (run `hitl recover`)[/yellow]")
+    for review in view.reviews:
+        render_review(review)
+    if view.reviews:
+        out.print(f"next: hitl approve {view.thread_id}   |   hitl modify {view.thread_id} --patch '{{...}}'   |   hitl reject {view.thread_id}")
+    else:
+        out.print("state:")
+        out.print(JSON.from_data(view.state, default=str))
+
+
+def _emit_view(view: ThreadView, as_json: bool) -> None:
+    _print_json(_view_json(view)) if as_json else _print_view(view)
+
+
+# -- commands -------------------------------------------------------------------------------
+
+
+@app.command()
+def run(
+    workflow: Annotated[str, typer.Argument(help="A registered workflow (see `hitl workflows`).")],
+    thread: Annotated[str | None, typer.Option("--thread", help="Thread id to use (default: a new random id).")] = None,
+    input: Annotated[str | None, typer.Option("--input", help="The run's input, a JSON object.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Start a thread; it runs to its first review or its end."""
+    data = _json_arg(input, "--input") if input is not None else None
+    with _runner() as runner:
+        _emit_view(runner.start(workflow, data, thread_id=thread), as_json)
+
+
+@app.command()
+def pending(
+    workflow: Annotated[str | None, typer.Option("--workflow", help="Only this workflow's reviews.")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many, oldest first.")] = 50,
+    offset: Annotated[int, typer.Option("--offset", help="Skip this many (for paging).")] = 0,
+    as_json: JsonFlag = False,
+) -> None:
+    """List reviews waiting for a decision, across all threads."""
+    with _runner() as runner:
+        reviews = runner.pending(workflow=workflow, limit=limit, offset=offset)
+    if as_json:
+        _print_json([_review_json(r) for r in reviews])
+        return
+    if not reviews:
+        out.print("nothing is waiting for a decision")
+        return
+    table = Table("thread", "review", "workflow", "node", "kind", "title", "allowed", "created")
+    for r in reviews:
+        table.add_row(r.thread_id, r.review_id[:12], r.workflow, f"{r.position} {r.node}", r.kind, r.title,
+                      ",".join(r.allowed), r.created_at.strftime("%Y-%m-%d %H:%M:%S"))
+    out.print(table)
+
+
+@app.command()
+def show(thread: str, as_json: JsonFlag = False) -> None:
+    """A thread's status, its pending reviews and its current state."""
+    with _runner() as runner:
+        _emit_view(runner.show(thread), as_json)
+
+
+@app.command()
+def history(thread: str, as_json: JsonFlag = False) -> None:
+    """Everything that happened to a thread: reviews requested, who decided what, and the end."""
+    with _runner() as runner:
+        entries = runner.history(thread)
+    if as_json:
+        _print_json([e.model_dump(mode="json") for e in entries])
+        return
+    for e in entries:
+        out.print(_history_line(e))
+
+
+def _history_line(e: HistoryEntry) -> str:
+    who = f" by {e.actor}" if e.actor else ""
+    review = f" [{e.review_id[:12]}]" if e.review_id else ""
+    detail = {k: v for k, v in e.data.items() if v is not None and k not in ("actor",)}
+    extra = f" {json.dumps(detail, default=str)}" if detail else ""
+    return f"{e.at.strftime('%Y-%m-%d %H:%M:%S')}  {e.event}{review}{who}{extra}"
+
+
+def _decide(thread: str, decision: Decision, review: str | None, as_json: bool) -> None:
+    with _runner() as runner:
+        _emit_view(runner.resume(thread, decision, review_id=review), as_json)
+
+
+@app.command()
+def approve(thread: str, review: ReviewOpt = None, actor: ActorOpt = None, comment: CommentOpt = None, as_json: JsonFlag = False) -> None:
+    """Approve the pending review; the thread runs to its next review or its end."""
+    _decide(thread, Approve(actor=_actor(actor), comment=comment), review, as_json)
+
+
+@app.command()
+def modify(
+    thread: str,
+    patch: Annotated[str, typer.Option("--patch", help='New values, a JSON object: \'{"plan": ["a", "b"]}\'.')],
+    review: ReviewOpt = None,
+    actor: ActorOpt = None,
+    comment: CommentOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Approve with edits: the patch is checked against the review and the state's types first."""
+    values = _json_arg(patch, "--patch")
+    if not values:
+        _fail("--patch is empty; name at least one field to change")
+    _decide(thread, Modify(patch=values, actor=_actor(actor), comment=comment), review, as_json)
+
+
+@app.command()
+def reject(
+    thread: str,
+    reason: Annotated[str | None, typer.Option("--reason", help="Why; the workflow may show it to the model.")] = None,
+    review: ReviewOpt = None,
+    actor: ActorOpt = None,
+    comment: CommentOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Reject the pending review; the workflow's rejection route runs, or the thread ends as rejected."""
+    _decide(thread, Reject(reason=reason, actor=_actor(actor), comment=comment), review, as_json)
+
+
+@app.command()
+def cancel(
+    thread: str,
+    reason: Annotated[str | None, typer.Option("--reason", help="Why, for the history.")] = None,
+    actor: ActorOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """End a thread now; nothing more runs and its pending reviews are cancelled."""
+    with _runner() as runner:
+        _emit_view(runner.cancel(thread, actor=_actor(actor), reason=reason), as_json)
+
+
+@app.command()
+def recover(as_json: JsonFlag = False) -> None:
+    """Finish what crashed processes left: apply recorded decisions and continue stalled runs."""
+    with _runner() as runner:
+        views = runner.recover()
+    if as_json:
+        _print_json([_view_json(v) for v in views])
+        return
+    if not views:
+        out.print("nothing to recover")
+    for view in views:
+        _print_view(view)
+
+
+@app.command()
+def workflows(as_json: JsonFlag = False) -> None:
+    """The workflows this command knows (built-ins and those registered by --app)."""
+    known = registered()
+    if as_json:
+        _print_json([{"name": w.name, "description": w.description} for w in known.values()])
+        return
+    for wf in sorted(known.values(), key=lambda w: w.name):
+        out.print(f"[bold]{wf.name}[/bold]  {wf.description}")
+
+
+def main() -> None:
+    """Entry point of the `hitl` script."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""Every error hitl_graphs raises on purpose, as one small tree.
+
+Each message names the problem and the fix, and an error raised before a decision is recorded
+means nothing was written: the thread stays paused exactly as it was.
+
+    HitlError
+    ├── ConfigError                a workflow, database or option is set up wrongly
+    │   └── UnknownWorkflowError   no workflow is registered under that name
+    ├── ThreadError                the thread cannot take this request
+    │   ├── UnknownThreadError     no such thread in the database
+    │   ├── ThreadExistsError      `start` with a thread id that is already used
+    │   ├── ThreadBusyError        another process is running the thread right now
+    │   └── NoPendingReviewError   the thread is not waiting for a person
+    └── DecisionError              the decision was refused; nothing was written
+        ├── InvalidDecisionError   malformed, or a kind the review does not allow
+        ├── PatchError             a `Modify` patch names a wrong field or a wrongly typed value
+        ├── ReviewNotPendingError  the review id is unknown, or not pending
+        └── AlreadyDecidedError    someone else decided this review first
+"""
+
+from __future__ import annotations
+
+
+class HitlError(Exception):
+    """Root of every error hitl_graphs raises on purpose."""
+
+
+class ConfigError(HitlError):
+    """A workflow, database or option is set up wrongly."""
+
+
+class UnknownWorkflowError(ConfigError):
+    """No workflow is registered under the name asked for."""
+
+
+class ThreadError(HitlError):
+    """The thread cannot take this request."""
+
+
+class UnknownThreadError(ThreadError):
+    """The thread id is not in the database; nothing was started."""
+
+
+class ThreadExistsError(ThreadError):
+    """`start` was given a thread id that already has a run."""
+
+
+class ThreadBusyError(ThreadError):
+    """Another process is running the thread; retry once it has paused again."""
+
+
+class NoPendingReviewError(ThreadError):
+    """The thread is not waiting for a decision (finished, cancelled, or running)."""
+
+
+class DecisionError(HitlError):
+    """A decision was refused before anything was written."""
+
+
+class InvalidDecisionError(DecisionError):
+    """The decision is malformed or of a kind the review does not allow."""
+
+
+class PatchError(InvalidDecisionError):
+    """A `Modify` patch names a field it may not change, or a value of the wrong type."""
+
+
+class ReviewNotPendingError(DecisionError):
+    """The review id is not one of the thread's pending reviews."""
+
+
+class AlreadyDecidedError(DecisionError):
+    """The review was decided first by someone else (another process, person or the sweep)."""

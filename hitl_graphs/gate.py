@@ -1,0 +1,131 @@
+"""The one place that pauses a graph for a person.
+
+`interrupt()` re-runs its whole node on resume, so the call lives here, in a function with no
+side effect before it and no broad `try/except` around it (LangGraph's `GraphInterrupt` is an
+exception that must reach the runtime). Put `request_review` first in a node of its own, or
+before any side effect in yours.
+
+The interrupt value is a small dict marked with `GATE_MARK`, so the runner can tell our reviews
+from a user's own `interrupt(...)` calls (which it still lists and resumes, as kind `custom`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, assert_never
+
+from langgraph.types import Command, interrupt
+from pydantic_core import to_jsonable_python
+
+from hitl_graphs.decisions import ALL_KINDS, Approve, Decision, DecisionKind, Modify, Reject, parse_decision
+from hitl_graphs.errors import InvalidDecisionError
+from hitl_graphs.reviews import Position
+
+GATE_MARK = "__hitl_review__"
+
+
+def to_json(value: Any) -> Any:
+    """JSON-native copy of `value` (pydantic models, messages, tuples...); `str()` as last resort."""
+    return to_jsonable_python(value, fallback=str)
+
+
+def request_review(
+    kind: str,
+    payload: Any,
+    *,
+    title: str = "",
+    allowed: Sequence[DecisionKind] = ALL_KINDS,
+    editable: Sequence[str] = (),
+    position: Position = "before",
+) -> Decision:
+    """Pause the graph until a person decides, and return their decision.
+
+    Call it inside a node, before any side effect. On resume the node runs again from its first
+    line and this call returns the decision instead of pausing. A `Modify` patch has already been
+    validated and written to the state by the runner when this returns, so the node sees the
+    edited values in its `state` argument.
+
+    Args:
+        kind: What is reviewed (`plan`, `tool_calls`, `gate`, `escalation` or your own word).
+        payload: What the person sees; stored as JSON.
+        title: One line for lists and prompts.
+        allowed: Decision kinds the person may give.
+        editable: State fields a `Modify` may patch.
+        position: Whether this review stands `before` or `after` the work it guards.
+
+    Example:
+        >>> def send_node(state):
+        ...     decision = request_review("gate", {"to": state["to"]}, title="Send the mail?")
+        ...     if decision.kind == "reject":
+        ...         return {"sent": False}
+        ...     return {"sent": True}
+    """
+    spec = {
+        GATE_MARK: 1,
+        "kind": kind,
+        "title": title or f"Review {kind}",
+        "payload": to_json(payload),
+        "allowed": list(allowed),
+        "editable": list(editable),
+        "position": position,
+    }
+    answer = interrupt(spec)
+    decision = parse_decision(answer)
+    if decision.kind not in allowed:
+        raise InvalidDecisionError(f"this review does not allow {decision.kind!r}; allowed: {', '.join(allowed)}")
+    return decision
+
+
+def review_node(
+    kind: str,
+    payload: Callable[[Any], Any],
+    *,
+    on_approve: str,
+    on_reject: str,
+    title: str = "",
+    allowed: Sequence[DecisionKind] = ALL_KINDS,
+    editable: Sequence[str] = (),
+    reason_field: str | None = None,
+) -> Callable[[Any], Command[str]]:
+    """Build a node that asks for review and routes: approve/modify -> `on_approve`, reject -> `on_reject`.
+
+    Place it before the node it guards (`add_edge("propose", "review")`) and give it the
+    destinations so the graph drawing shows both routes.
+
+    Args:
+        kind: The review kind shown to the person.
+        payload: Picks what the person sees from the state.
+        on_approve: Node to run after approve or modify (the guarded node).
+        on_reject: Node to run after reject (often `END`).
+        title: One line for lists and prompts.
+        allowed: Decision kinds the person may give.
+        editable: State fields a `Modify` may patch.
+        reason_field: State field that receives `Reject.reason`, if any.
+
+    Example:
+        >>> from langgraph.graph import END
+        >>> node = review_node("gate", lambda s: s["draft"], on_approve="send", on_reject=END,
+        ...                    editable=("draft",))
+        >>> callable(node)
+        True
+    """
+
+    def review(state: Any) -> Command[str]:
+        decision = request_review(kind, payload(state), title=title, allowed=allowed, editable=editable)
+        match decision:
+            case Approve() | Modify():
+                return Command(goto=on_approve)
+            case Reject(reason=reason):
+                update = {reason_field: reason} if reason_field else {}
+                return Command(goto=on_reject, update=update)
+            case _:
+                assert_never(decision)
+
+    return review
+
+
+def read_gate(value: Any) -> dict[str, Any] | None:
+    """The review spec if `value` is an interrupt value made by `request_review`, else None."""
+    if isinstance(value, dict) and value.get(GATE_MARK) == 1:
+        return value
+    return None

@@ -1,0 +1,400 @@
+"""The ledger: our tables beside LangGraph's checkpoints, in the same database.
+
+LangGraph's savers have no index of "waiting for a person", no claim on a decision and no record
+of who decided what. The ledger keeps three tables:
+
+- `hitl_threads`: one row per thread started through the runner: workflow, status, and while a
+  process runs it, that process (`owner`) and a lease, so a crash can be told from a long run.
+- `hitl_reviews`: one row per review: pending -> decided -> applied (or superseded / cancelled),
+  the request shown and the decision taken. Listing pending reviews is an index range scan.
+- `hitl_events`: the append-only history of each thread.
+
+Claiming a decision is one `BEGIN IMMEDIATE` transaction that moves a review from `pending` to
+`decided` only if it still is pending: across processes, exactly one claim wins.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from hitl_graphs.errors import (
+    AlreadyDecidedError,
+    ReviewNotPendingError,
+    ThreadBusyError,
+    ThreadExistsError,
+    UnknownThreadError,
+)
+from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStatus
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS hitl_threads (
+    thread_id   TEXT PRIMARY KEY,
+    workflow    TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    outcome     TEXT,
+    error       TEXT,
+    owner       TEXT,
+    lease_until REAL,
+    created_at  REAL NOT NULL,
+    updated_at  REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS hitl_threads_status ON hitl_threads (status);
+CREATE TABLE IF NOT EXISTS hitl_reviews (
+    thread_id     TEXT NOT NULL,
+    review_id     TEXT NOT NULL,
+    workflow      TEXT NOT NULL,
+    status        TEXT NOT NULL,
+    checkpoint_id TEXT,
+    request       TEXT NOT NULL,
+    decision      TEXT,
+    created_at    REAL NOT NULL,
+    decided_at    REAL,
+    applied_at    REAL,
+    PRIMARY KEY (thread_id, review_id)
+);
+CREATE INDEX IF NOT EXISTS hitl_reviews_pending ON hitl_reviews (status, created_at, review_id);
+CREATE INDEX IF NOT EXISTS hitl_reviews_workflow ON hitl_reviews (workflow, status, created_at, review_id);
+CREATE TABLE IF NOT EXISTS hitl_events (
+    seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+    thread_id TEXT NOT NULL,
+    review_id TEXT,
+    event     TEXT NOT NULL,
+    actor     TEXT,
+    data      TEXT NOT NULL,
+    at        REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS hitl_events_thread ON hitl_events (thread_id, seq);
+"""
+
+HOST = socket.gethostname()
+
+
+def this_owner() -> str:
+    """`host:pid` of this process: who holds a thread while it runs."""
+    return f"{HOST}:{os.getpid()}"
+
+
+def owner_alive(owner: str | None, lease_until: float | None, now: float) -> bool:
+    """Whether the process that claimed a thread may still be running it.
+
+    On this host the pid answers exactly; for another host only the lease can.
+    """
+    if not owner:
+        return False
+    host, _, pid = owner.rpartition(":")
+    if host == HOST and pid.isdigit():
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return lease_until is not None and lease_until > now
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadRow:
+    thread_id: str
+    workflow: str
+    status: ThreadStatus
+    outcome: Outcome | None
+    error: str | None
+    owner: str | None
+    lease_until: float | None
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewRow:
+    request: ReviewRequest
+    status: str
+    checkpoint_id: str | None
+    decision: dict[str, Any] | None
+    decided_at: float | None
+
+    @property
+    def review_id(self) -> str:
+        return self.request.review_id
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """An event to append in the same transaction as the change it records."""
+
+    event: str
+    review_id: str | None = None
+    actor: str | None = None
+    data: dict[str, Any] | None = None
+
+
+class Ledger:
+    """SQL for the ledger tables. Every method is one transaction."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
+        self.conn = conn
+        self.lock = lock
+        with self._tx():
+            self.conn.executescript(_SCHEMA)
+
+    @contextmanager
+    def _tx(self, immediate: bool = False) -> Iterator[sqlite3.Connection]:
+        with self.lock:
+            if immediate:
+                self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.rollback()
+                raise
+            self.conn.commit()
+
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self.lock:
+            return self.conn.execute(sql, args).fetchall()
+
+    # -- threads ---------------------------------------------------------------------------
+
+    def create_thread(self, thread_id: str, workflow: str, *, owner: str, lease_until: float, data: dict[str, Any]) -> None:
+        """Record a thread about to start; refuses an id already used."""
+        now = time.time()
+        with self._tx(immediate=True) as c:
+            row = c.execute("SELECT status FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone()
+            if row is not None:
+                raise ThreadExistsError(
+                    f"thread {thread_id!r} already exists (status {row[0]}); resume it or start with another id"
+                )
+            c.execute(
+                "INSERT INTO hitl_threads VALUES (?, ?, 'running', NULL, NULL, ?, ?, ?, ?)",
+                (thread_id, workflow, owner, lease_until, now, now),
+            )
+            self._append(c, thread_id, [Event("started", data=data)], now)
+
+    def adopt_thread(self, thread_id: str, workflow: str) -> None:
+        """Record a thread that has checkpoints but no ledger row (started outside the runner)."""
+        now = time.time()
+        with self._tx(immediate=True) as c:
+            c.execute(
+                "INSERT OR IGNORE INTO hitl_threads VALUES (?, ?, 'running', NULL, NULL, NULL, NULL, ?, ?)",
+                (thread_id, workflow, now, now),
+            )
+
+    def thread(self, thread_id: str) -> ThreadRow | None:
+        rows = self._read("SELECT * FROM hitl_threads WHERE thread_id = ?", (thread_id,))
+        return ThreadRow(*rows[0]) if rows else None
+
+    def take_thread(self, thread_id: str, *, owner: str, lease_until: float) -> ThreadRow:
+        """Mark a thread as run by `owner` unless a live process already runs it."""
+        now = time.time()
+        with self._tx(immediate=True) as c:
+            row = self._thread_for_update(c, thread_id, owner, now)
+            c.execute(
+                "UPDATE hitl_threads SET status = 'running', owner = ?, lease_until = ?, updated_at = ? WHERE thread_id = ?",
+                (owner, lease_until, now, thread_id),
+            )
+            return row
+
+    def _thread_for_update(self, c: sqlite3.Connection, thread_id: str, owner: str, now: float) -> ThreadRow:
+        got = c.execute("SELECT * FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone()
+        if got is None:
+            raise UnknownThreadError(f"thread {thread_id!r} does not exist")
+        row = ThreadRow(*got)
+        if row.status == "running" and row.owner != owner and owner_alive(row.owner, row.lease_until, now):
+            raise ThreadBusyError(
+                f"thread {thread_id!r} is being run by another process ({row.owner}); retry once it pauses"
+            )
+        return row
+
+    # -- reviews ---------------------------------------------------------------------------
+
+    def claim(self, thread_id: str, review_id: str, decision: dict[str, Any], *, owner: str, lease_until: float) -> None:
+        """Record a decision if the review is still pending; exactly one caller wins.
+
+        Raises:
+            AlreadyDecidedError: someone decided it first (names who and what).
+            ReviewNotPendingError: no such pending review.
+            ThreadBusyError: another live process runs the thread right now.
+        """
+        now = time.time()
+        with self._tx(immediate=True) as c:
+            got = c.execute(
+                "SELECT status, decision FROM hitl_reviews WHERE thread_id = ? AND review_id = ?",
+                (thread_id, review_id),
+            ).fetchone()
+            if got is None:
+                raise ReviewNotPendingError(f"thread {thread_id!r} has no review {review_id!r}")
+            status, prior = got
+            if status in ("decided", "applied"):
+                raise AlreadyDecidedError(_already(thread_id, review_id, status, prior))
+            if status != "pending":
+                raise ReviewNotPendingError(f"review {review_id!r} of thread {thread_id!r} is {status}, not pending")
+            self._thread_for_update(c, thread_id, owner, now)
+            c.execute(
+                "UPDATE hitl_reviews SET status = 'decided', decision = ?, decided_at = ? "
+                "WHERE thread_id = ? AND review_id = ?",
+                (json.dumps(decision), now, thread_id, review_id),
+            )
+            c.execute(
+                "UPDATE hitl_threads SET status = 'running', owner = ?, lease_until = ?, updated_at = ? WHERE thread_id = ?",
+                (owner, lease_until, now, thread_id),
+            )
+            self._append(c, thread_id, [Event("decided", review_id, decision.get("actor"), decision)], now)
+
+    def reviews(self, thread_id: str, statuses: Iterable[str] = ("pending",)) -> list[ReviewRow]:
+        wanted = tuple(statuses)
+        marks = ",".join("?" * len(wanted))
+        rows = self._read(
+            "SELECT request, status, checkpoint_id, decision, decided_at FROM hitl_reviews "
+            f"WHERE thread_id = ? AND status IN ({marks}) ORDER BY created_at, review_id",
+            (thread_id, *wanted),
+        )
+        return [_review_row(r) for r in rows]
+
+    def pending(self, *, workflow: str | None = None, limit: int = 50, offset: int = 0) -> list[ReviewRequest]:
+        """Pending reviews, oldest first: an index range scan, whatever the number of threads."""
+        if workflow is None:
+            rows = self._read(
+                "SELECT request FROM hitl_reviews WHERE status = 'pending' "
+                "ORDER BY created_at, review_id LIMIT ? OFFSET ?",
+                (limit, offset),
+            )
+        else:
+            rows = self._read(
+                "SELECT request FROM hitl_reviews WHERE workflow = ? AND status = 'pending' "
+                "ORDER BY created_at, review_id LIMIT ? OFFSET ?",
+                (workflow, limit, offset),
+            )
+        return [ReviewRequest.model_validate_json(r[0]) for r in rows]
+
+    # -- syncing from a checkpoint ---------------------------------------------------------
+
+    def sync(
+        self,
+        thread_id: str,
+        *,
+        status: ThreadStatus,
+        outcome: Outcome | None,
+        error: str | None,
+        pending: Sequence[tuple[ReviewRequest, str | None]],
+        events: Sequence[Event] = (),
+    ) -> None:
+        """Make the ledger agree with the thread's latest checkpoint, in one transaction.
+
+        `pending` is what the checkpoint shows as waiting (each with the checkpoint id it was
+        raised on). New reviews are added; decided reviews no longer waiting become `applied`;
+        pending ones no longer waiting were answered outside the runner and become `superseded`.
+        """
+        now = time.time()
+        waiting = {r.review_id for r, _ in pending}
+        log = list(events)
+        with self._tx(immediate=True) as c:
+            known = dict(
+                c.execute("SELECT review_id, status FROM hitl_reviews WHERE thread_id = ?", (thread_id,)).fetchall()
+            )
+            for review, checkpoint_id in pending:
+                if review.review_id in known:
+                    continue
+                c.execute(
+                    "INSERT INTO hitl_reviews (thread_id, review_id, workflow, status, checkpoint_id, request, created_at) "
+                    "VALUES (?, ?, ?, 'pending', ?, ?, ?)",
+                    (thread_id, review.review_id, review.workflow, checkpoint_id, review.model_dump_json(),
+                     review.created_at.timestamp()),
+                )
+                log.append(Event("review_requested", review.review_id,
+                                 data={"node": review.node, "kind": review.kind, "position": review.position}))
+            for review_id, old in known.items():
+                if review_id in waiting:
+                    continue
+                if old == "decided":
+                    c.execute(
+                        "UPDATE hitl_reviews SET status = 'applied', applied_at = ? WHERE thread_id = ? AND review_id = ?",
+                        (now, thread_id, review_id),
+                    )
+                    log.append(Event("applied", review_id))
+                elif old == "pending":
+                    new = "cancelled" if outcome == "cancelled" else "superseded"
+                    c.execute(
+                        "UPDATE hitl_reviews SET status = ? WHERE thread_id = ? AND review_id = ?",
+                        (new, thread_id, review_id),
+                    )
+                    log.append(Event(new, review_id))
+            prev = c.execute("SELECT status, outcome FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone()
+            c.execute(
+                "UPDATE hitl_threads SET status = ?, outcome = ?, error = ?, owner = NULL, lease_until = NULL, "
+                "updated_at = ? WHERE thread_id = ?",
+                (status, outcome, error, now, thread_id),
+            )
+            if prev is not None and (prev[0], prev[1]) != (status, outcome) and status in ("done", "failed"):
+                log.append(Event("failed" if status == "failed" else (outcome or "completed"),
+                                 data={"error": error} if error else None))
+            self._append(c, thread_id, log, now)
+
+    def release(self, thread_id: str, *, status: ThreadStatus, error: str | None = None) -> None:
+        """Give a thread back without touching its reviews (used when a run fails to start)."""
+        with self._tx() as c:
+            c.execute(
+                "UPDATE hitl_threads SET status = ?, error = ?, owner = NULL, lease_until = NULL, updated_at = ? "
+                "WHERE thread_id = ?",
+                (status, error, time.time(), thread_id),
+            )
+
+    def threads_with_reviews(self, review_status: str) -> list[str]:
+        """Thread ids that have a review in `review_status` (uses the status index)."""
+        return [r[0] for r in self._read("SELECT DISTINCT thread_id FROM hitl_reviews WHERE status = ?", (review_status,))]
+
+    def threads_in(self, status: ThreadStatus) -> list[ThreadRow]:
+        """Threads whose status is `status`."""
+        return [ThreadRow(*r) for r in self._read("SELECT * FROM hitl_threads WHERE status = ?", (status,))]
+
+    def add_events(self, thread_id: str, events: Sequence[Event]) -> None:
+        with self._tx() as c:
+            self._append(c, thread_id, events, time.time())
+
+    def history(self, thread_id: str) -> list[HistoryEntry]:
+        rows = self._read(
+            "SELECT seq, thread_id, review_id, event, actor, data, at FROM hitl_events WHERE thread_id = ? ORDER BY seq",
+            (thread_id,),
+        )
+        return [
+            HistoryEntry(seq=seq, thread_id=t, review_id=r, event=e, actor=a, data=json.loads(d),
+                         at=datetime.fromtimestamp(at, UTC))
+            for seq, t, r, e, a, d, at in rows
+        ]
+
+    @staticmethod
+    def _append(c: sqlite3.Connection, thread_id: str, events: Iterable[Event], now: float) -> None:
+        c.executemany(
+            "INSERT INTO hitl_events (thread_id, review_id, event, actor, data, at) VALUES (?, ?, ?, ?, ?, ?)",
+            [(thread_id, e.review_id, e.event, e.actor, json.dumps(e.data or {}), now) for e in events],
+        )
+
+
+def _review_row(row: tuple[Any, ...]) -> ReviewRow:
+    request, status, checkpoint_id, decision, decided_at = row
+    return ReviewRow(
+        request=ReviewRequest.model_validate_json(request),
+        status=status,
+        checkpoint_id=checkpoint_id,
+        decision=json.loads(decision) if decision else None,
+        decided_at=decided_at,
+    )
+
+
+def _already(thread_id: str, review_id: str, status: str, prior: str | None) -> str:
+    d = json.loads(prior) if prior else {}
+    who = f" by {d['actor']}" if d.get("actor") else ""
+    return (
+        f"review {review_id!r} of thread {thread_id!r} was already decided ({d.get('kind', '?')}{who}); "
+        f"it is {status} and cannot be decided again"
+    )

@@ -1,0 +1,142 @@
+"""Read what a paused thread waits for out of its latest LangGraph checkpoint.
+
+A thread pauses in one of two ways, and both become `ReviewRequest`s:
+
+- a node called `interrupt()` (ours via `request_review`, or the user's own): one review per
+  pending interrupt, with LangGraph's interrupt id as review id;
+- a static breakpoint (`interrupt_before` / `interrupt_after`): `next` is set and no interrupt is
+  pending. One review per pause, its id derived from the checkpoint, so reading the same
+  checkpoint twice (in two processes, or after a crash) gives the same id.
+
+A checkpoint with `next` set, no interrupt and no breakpoint is a run that stopped mid-way (the
+process died): LangGraph shows it exactly like a breakpoint, this module does not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from langgraph.types import StateSnapshot
+
+from hitl_graphs.decisions import ALL_KINDS
+from hitl_graphs.gate import read_gate, to_json
+from hitl_graphs.reviews import Position, ReviewRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """What one checkpoint says about a thread."""
+
+    reviews: tuple[ReviewRequest, ...]
+    checkpoint_id: str | None
+    done: bool
+    values: Any = None
+    stalled_at: tuple[str, ...] = ()
+    error: str | None = None
+
+
+def read_pause(
+    snapshot: StateSnapshot,
+    *,
+    thread_id: str,
+    workflow: str,
+    interrupt_before: Sequence[str],
+    interrupt_after: Sequence[str],
+    parent_next: Callable[[], tuple[str, ...]],
+    editable: Sequence[str],
+) -> Pause:
+    """Classify a snapshot: paused (with its reviews), done, failed, or stalled mid-run.
+
+    `parent_next` is called only when the graph has `interrupt_after` nodes: it returns the nodes
+    the previous step ran, which tell an "after" breakpoint from a stalled run.
+    """
+    checkpoint_id = snapshot.config.get("configurable", {}).get("checkpoint_id")
+    created = _created(snapshot)
+    if not snapshot.next and not snapshot.interrupts:
+        return Pause((), checkpoint_id, done=snapshot.created_at is not None, values=snapshot.values)
+    if snapshot.interrupts:
+        node_of = {i.id: task.name for task in snapshot.tasks for i in task.interrupts}
+        reviews = tuple(
+            _interrupt_review(i.id, i.value, node_of.get(i.id, "?"), thread_id, workflow, created, editable)
+            for i in snapshot.interrupts
+        )
+        return Pause(reviews, checkpoint_id, done=False, values=snapshot.values)
+    errors = [t.error for t in snapshot.tasks if t.error is not None]
+    if errors:
+        return Pause((), checkpoint_id, done=False, values=snapshot.values, error=f"{type(errors[0]).__name__}: {errors[0]}")
+    nodes: tuple[str, ...] = ()
+    position: Position = "before"
+    if before := [n for n in snapshot.next if n in interrupt_before or "*" in interrupt_before]:
+        nodes = tuple(before)
+    elif interrupt_after and (after := [n for n in parent_next() if n in interrupt_after or "*" in interrupt_after]):
+        nodes, position = tuple(after), "after"
+    if not nodes:
+        return Pause((), checkpoint_id, done=False, values=snapshot.values, stalled_at=tuple(snapshot.next))
+    node = ", ".join(nodes)
+    review_id = hashlib.sha256(f"{thread_id}|{checkpoint_id}|{position}|{node}".encode()).hexdigest()[:32]
+    review = ReviewRequest(
+        review_id=review_id,
+        thread_id=thread_id,
+        workflow=workflow,
+        node=node,
+        position=position,
+        kind="breakpoint",
+        title=f"Paused {position} {node}",
+        payload={"state": to_json(snapshot.values), "next": list(snapshot.next)},
+        allowed=ALL_KINDS,
+        editable=tuple(editable),
+        source="breakpoint",
+        created_at=created,
+    )
+    return Pause((review,), checkpoint_id, done=False, values=snapshot.values)
+
+
+def _interrupt_review(
+    review_id: str,
+    value: Any,
+    node: str,
+    thread_id: str,
+    workflow: str,
+    created: datetime,
+    editable: Sequence[str],
+) -> ReviewRequest:
+    spec = read_gate(value)
+    if spec is None:
+        return ReviewRequest(
+            review_id=review_id,
+            thread_id=thread_id,
+            workflow=workflow,
+            node=node,
+            position="before",
+            kind="custom",
+            title=value if isinstance(value, str) else f"Review at {node}",
+            payload=to_json(value),
+            allowed=ALL_KINDS,
+            editable=tuple(editable),
+            source="interrupt",
+            created_at=created,
+        )
+    return ReviewRequest(
+        review_id=review_id,
+        thread_id=thread_id,
+        workflow=workflow,
+        node=node,
+        position=spec["position"],
+        kind=spec["kind"],
+        title=spec["title"],
+        payload=spec["payload"],
+        allowed=tuple(spec["allowed"]),
+        editable=tuple(spec["editable"]),
+        source="interrupt",
+        created_at=created,
+    )
+
+
+def _created(snapshot: StateSnapshot) -> datetime:
+    if snapshot.created_at:
+        return datetime.fromisoformat(snapshot.created_at)
+    return datetime.now(UTC)

@@ -1,0 +1,121 @@
+"""Workflows by name, so a process that never saw a thread can rebuild its graph and resume it.
+
+A thread's checkpoints hold its state, not its code. The ledger records which workflow a thread
+runs; any process that registers the same name (the CLI with `--app`, a web worker, a cron job)
+can show and resume it.
+
+Example:
+    >>> from langgraph.graph import StateGraph
+    >>> from typing import TypedDict
+    >>> class S(TypedDict):
+    ...     n: int
+    >>> g = StateGraph(S)
+    >>> _ = g.add_node("inc", lambda s: {"n": s["n"] + 1})
+    >>> _ = g.set_entry_point("inc")
+    >>> wf = register(Workflow("counter", g), replace=True)
+    >>> get_workflow("counter").name
+    'counter'
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from hitl_graphs.errors import ConfigError, UnknownWorkflowError
+
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """A named graph the runner can start and resume.
+
+    Args:
+        name: The name threads are recorded under (`hitl run NAME`).
+        graph: A `StateGraph` (compiled by the runner with its checkpointer), a compiled graph
+            (its `interrupt_before`/`interrupt_after` are kept, its checkpointer replaced), or a
+            zero-argument factory returning either.
+        description: One line for `hitl workflows`.
+        editable: State fields a `Modify` may patch at static breakpoints and at plain
+            `interrupt()` calls; `None` allows every field of the state schema.
+        on_approve: State patch written when a static-breakpoint review is approved or modified,
+            before the graph continues (e.g. `{"approved": True}` for the seed's graphs).
+        on_reject: State patch written on reject at a static breakpoint, after which the graph
+            continues along its own rejection route. `None`: a reject ends the thread as rejected.
+        reason_field: State field that receives `Reject.reason` at a static breakpoint.
+        example_input: Input `hitl run` uses when none is given.
+    """
+
+    name: str
+    graph: Any
+    description: str = ""
+    editable: Sequence[str] | None = None
+    on_approve: Mapping[str, Any] = field(default_factory=dict)
+    on_reject: Mapping[str, Any] | None = None
+    reason_field: str | None = None
+    example_input: Mapping[str, Any] | None = None
+
+    def compile(self, checkpointer: BaseCheckpointSaver[Any]) -> CompiledStateGraph[Any, Any, Any, Any]:
+        """The graph bound to `checkpointer`, keeping its breakpoints."""
+        graph = self.graph() if callable(self.graph) and not isinstance(self.graph, StateGraph | CompiledStateGraph) else self.graph
+        if isinstance(graph, StateGraph):
+            return graph.compile(checkpointer=checkpointer)
+        if isinstance(graph, CompiledStateGraph):
+            return graph.copy(update={"checkpointer": checkpointer})
+        raise ConfigError(
+            f"workflow {self.name!r}: graph must be a StateGraph, a compiled StateGraph or a factory of one, "
+            f"got {type(graph).__name__}"
+        )
+
+
+_REGISTRY: dict[str, Workflow] = {}
+
+
+def register(workflow: Workflow, *, replace: bool = False) -> Workflow:
+    """Make a workflow available by name to runners and the CLI.
+
+    Raises:
+        ConfigError: the name is taken and `replace` is false.
+    """
+    if workflow.name in _REGISTRY and not replace and _REGISTRY[workflow.name] is not workflow:
+        raise ConfigError(f"a workflow named {workflow.name!r} is already registered; pass replace=True")
+    _REGISTRY[workflow.name] = workflow
+    return workflow
+
+
+def get_workflow(name: str) -> Workflow:
+    """The registered workflow called `name`.
+
+    Raises:
+        UnknownWorkflowError: naming the registered workflows.
+    """
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY)) or "none"
+        raise UnknownWorkflowError(
+            f"no workflow named {name!r}; registered: {known} (load yours with --app MODULE)"
+        ) from None
+
+
+def registered() -> dict[str, Workflow]:
+    """A copy of the registry: name -> workflow."""
+    return dict(_REGISTRY)
+
+
+def load_app(module: str) -> None:
+    """Import a user's module so its `register(...)` calls run (the CLI's `--app`).
+
+    Raises:
+        ConfigError: the module cannot be imported.
+    """
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        raise ConfigError(f"cannot import --app module {module!r}: {exc}") from None

@@ -1,0 +1,106 @@
+"""What a person is shown: review requests, a thread's view, and its history.
+
+These are the models where data leaves the graph. They hold JSON-native values only, so they
+round-trip through JSON (the CLI's `--json`, an HTTP API) without loss.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, JsonValue
+
+from hitl_graphs.decisions import DecisionKind
+
+Position: TypeAlias = Literal["before", "after"]
+ReviewSource: TypeAlias = Literal["interrupt", "breakpoint"]
+ThreadStatus: TypeAlias = Literal["running", "paused", "done", "failed"]
+Outcome: TypeAlias = Literal["completed", "rejected", "cancelled"]
+
+
+class ReviewRequest(BaseModel):
+    """One pending question to a person: what they see and what they may answer.
+
+    Attributes:
+        review_id: Stable id; for `interrupt()` pauses it is LangGraph's interrupt id, so
+            `Command(resume={review_id: ...})` addresses exactly this review.
+        thread_id: The LangGraph thread that is paused.
+        workflow: The registered workflow name (lets another process rebuild the graph).
+        node: The node the review guards.
+        position: Whether the review stands `before` or `after` that node's work.
+        kind: `plan`, `tool_calls`, `gate`, `escalation`, `breakpoint` or a custom word.
+        title: One line saying what is being asked.
+        payload: What the person reviews (JSON).
+        allowed: The decision kinds this review accepts.
+        editable: The state fields a `Modify` may patch (empty: no field may be patched).
+        source: `interrupt` (a node called `interrupt()`) or `breakpoint` (`interrupt_before` /
+            `interrupt_after` at compile time).
+        created_at: When the pause was recorded.
+
+    Example:
+        >>> r = ReviewRequest(review_id="r1", thread_id="t1", workflow="w", node="send",
+        ...     position="before", kind="gate", title="Send?", payload={"to": "a@b.c"},
+        ...     allowed=("approve", "reject"), editable=(), source="interrupt",
+        ...     created_at="2026-01-01T00:00:00Z")
+        >>> ReviewRequest.model_validate_json(r.model_dump_json()) == r
+        True
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    review_id: str
+    thread_id: str
+    workflow: str
+    node: str
+    position: Position
+    kind: str
+    title: str
+    payload: JsonValue
+    allowed: tuple[DecisionKind, ...]
+    editable: tuple[str, ...]
+    source: ReviewSource
+    created_at: datetime
+
+
+class ThreadView(BaseModel):
+    """A thread as a person or a program sees it after a command.
+
+    `status` is `paused` when reviews wait, `done` when the graph has ended (`outcome` says
+    how), `running` while another process runs it, `failed` when a node raised (`error`).
+
+    Example:
+        >>> ThreadView(thread_id="t", workflow="w", status="done", outcome="completed").status
+        'done'
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    thread_id: str
+    workflow: str
+    status: ThreadStatus
+    outcome: Outcome | None = None
+    reviews: tuple[ReviewRequest, ...] = ()
+    state: dict[str, Any] = {}
+    error: str | None = None
+    awaiting_recovery: tuple[str, ...] = ()
+    """Reviews already decided whose decision a crash kept from being applied (`recover()`)."""
+
+
+class HistoryEntry(BaseModel):
+    """One event in a thread's life: started, review requested, decided, applied, ended.
+
+    Example:
+        >>> HistoryEntry(seq=1, thread_id="t", event="started", at="2026-01-01T00:00:00Z").event
+        'started'
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seq: int
+    thread_id: str
+    event: str
+    at: datetime
+    review_id: str | None = None
+    actor: str | None = None
+    data: dict[str, Any] = {}
