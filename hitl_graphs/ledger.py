@@ -292,11 +292,14 @@ class Ledger:
         """Make the ledger agree with the thread's latest checkpoint, in one transaction.
 
         `pending` is what the checkpoint shows as waiting (each with the checkpoint id it was
-        raised on). New reviews are added; decided reviews no longer waiting become `applied`;
-        pending ones no longer waiting were answered outside the runner and become `superseded`.
+        raised on). New reviews are added; decided reviews no longer waiting become `applied` once
+        the run has settled (paused again or done; a run that stopped mid-way keeps them `decided`
+        for `recover`); pending ones no longer waiting were answered outside the runner and become
+        `superseded`.
         """
         now = time.time()
         waiting = {r.review_id for r, _ in pending}
+        settled = status in ("paused", "done")
         log = list(events)
         with self._tx(immediate=True) as c:
             known = dict(
@@ -316,7 +319,7 @@ class Ledger:
             for review_id, old in known.items():
                 if review_id in waiting:
                     continue
-                if old == "decided":
+                if old == "decided" and settled:
                     c.execute(
                         "UPDATE hitl_reviews SET status = 'applied', applied_at = ? WHERE thread_id = ? AND review_id = ?",
                         (now, thread_id, review_id),

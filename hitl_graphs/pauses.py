@@ -9,7 +9,9 @@ A thread pauses in one of two ways, and both become `ReviewRequest`s:
   checkpoint twice (in two processes, or after a crash) gives the same id.
 
 A checkpoint with `next` set, no interrupt and no breakpoint is a run that stopped mid-way (the
-process died): LangGraph shows it exactly like a breakpoint, this module does not.
+process died): LangGraph shows it exactly like a breakpoint, this module does not. Nor is a step
+whose tasks all finished but whose checkpoint was never written taken for a finished thread
+(`get_state` shows it with an empty `next`, as if done).
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def read_pause(
     """
     checkpoint_id = snapshot.config.get("configurable", {}).get("checkpoint_id")
     created = _created(snapshot)
-    if not snapshot.next and not snapshot.interrupts:
+    if not snapshot.next and not snapshot.interrupts and not snapshot.tasks:
         return Pause((), checkpoint_id, done=snapshot.created_at is not None, values=snapshot.values)
     if snapshot.interrupts:
         node_of = {i.id: task.name for task in snapshot.tasks for i in task.interrupts}
@@ -68,6 +70,11 @@ def read_pause(
     errors = [t.error for t in snapshot.tasks if t.error is not None]
     if errors:
         return Pause((), checkpoint_id, done=False, values=snapshot.values, error=f"{type(errors[0]).__name__}: {errors[0]}")
+    if not snapshot.next:
+        # every task of the step finished but the step's checkpoint was never written: the
+        # process died between them. LangGraph shows this like a finished thread.
+        return Pause((), checkpoint_id, done=False, values=snapshot.values,
+                     stalled_at=tuple(t.name for t in snapshot.tasks))
     nodes: tuple[str, ...] = ()
     position: Position = "before"
     if before := [n for n in snapshot.next if n in interrupt_before or "*" in interrupt_before]:

@@ -349,8 +349,6 @@ class Runner:
         row = yield from self._thread(thread_id)
         wf = self.workflow(row.workflow)
         graph = self.graph(row.workflow)
-        if row.status == "running" and owner_alive(row.owner, row.lease_until, time.time()):
-            raise ThreadBusyError(f"thread {thread_id!r} is being run by another process ({row.owner}); retry once it pauses")
         pending: list[ReviewRow] = yield _Call(self.ledger.reviews, (thread_id, ("pending",)))
         if not pending:
             yield from self._explain_nothing_pending(row, review_id)
@@ -394,8 +392,12 @@ class Runner:
             yield _Call(self.ledger.add_events, (thread_id, [Event("recovering", review.review_id)]))
             pause = yield from self._read(wf, graph, thread_id)
             if review.review_id not in {r.review_id for r in pause.reviews}:
-                # applied before the crash; only the ledger had not heard
-                views.append((yield from self._settle(wf, graph, thread_id, outcome_if_done="completed", pause=pause)))
+                # the graph took the decision before the crash: continue the run if it stopped
+                # mid-way, else only the ledger had not heard
+                if pause.stalled_at:
+                    views.append((yield from self._run(wf, graph, thread_id, None, outcome_if_done=_outcome(review))))
+                else:
+                    views.append((yield from self._settle(wf, graph, thread_id, outcome_if_done=_outcome(review), pause=pause)))
                 continue
             decision = parse_decision(review.decision or {})
             views.append((yield from self._apply(wf, graph, thread_id, review, decision)))
@@ -439,29 +441,40 @@ class Runner:
             return matches[0]
         if len(matches) > 1:
             raise ReviewNotPendingError(f"review id prefix {review_id!r} matches {len(matches)} pending reviews; give more of it")
-        others: list[ReviewRow] = yield _Call(self.ledger.reviews, (row.thread_id, ("decided", "applied")))
-        for r in others:
-            if r.review_id == review_id or r.review_id.startswith(review_id):
-                who = f" by {r.decision.get('actor')}" if r.decision and r.decision.get("actor") else ""
-                kind = r.decision.get("kind") if r.decision else "?"
-                raise AlreadyDecidedError(f"review {r.review_id!r} of thread {row.thread_id!r} was already decided ({kind}{who})")
+        yield from self._refuse_decided(row, review_id)
         listing = ", ".join(r.review_id for r in pending)
         raise ReviewNotPendingError(f"review {review_id!r} is not pending on thread {row.thread_id!r}; pending: {listing}")
 
+    def _refuse_decided(self, row: ThreadRow, review_id: str) -> Flow[None]:
+        others: list[ReviewRow] = yield _Call(self.ledger.reviews, (row.thread_id, ("decided", "applied", "cancelled", "superseded")))
+        for r in others:
+            if r.review_id == review_id or r.review_id.startswith(review_id):
+                if r.status in ("cancelled", "superseded"):
+                    raise ReviewNotPendingError(f"review {r.review_id!r} of thread {row.thread_id!r} was {r.status}")
+                who = f" by {r.decision.get('actor')}" if r.decision and r.decision.get("actor") else ""
+                kind = r.decision.get("kind") if r.decision else "?"
+                raise AlreadyDecidedError(f"review {r.review_id!r} of thread {row.thread_id!r} was already decided ({kind}{who})")
+
     def _explain_nothing_pending(self, row: ThreadRow, review_id: str | None) -> Flow[None]:
+        busy = row.status == "running" and owner_alive(row.owner, row.lease_until, time.time())
         decided: list[ReviewRow] = yield _Call(self.ledger.reviews, (row.thread_id, ("decided",)))
         if decided:
             d = decided[0].decision or {}
+            state = "is being applied by another process" if busy else "awaits recovery; run `hitl recover`"
             raise AlreadyDecidedError(
                 f"thread {row.thread_id!r}: review {decided[0].review_id!r} was already decided ({d.get('kind')}"
-                f"{' by ' + d['actor'] if d.get('actor') else ''}) and awaits recovery; run `hitl recover`"
+                f"{' by ' + d['actor'] if d.get('actor') else ''}) and {state}"
             )
+        if busy:
+            raise ThreadBusyError(f"thread {row.thread_id!r} is being run by another process ({row.owner}); retry once it pauses")
         if review_id is not None:
-            yield from self._pick(row, [], review_id)
+            yield from self._refuse_decided(row, review_id)
         if row.status == "done":
             raise NoPendingReviewError(f"thread {row.thread_id!r} has no pending review; it ended ({row.outcome})")
         if row.status == "failed":
             raise NoPendingReviewError(f"thread {row.thread_id!r} has no pending review; it failed: {row.error}")
+        if review_id is not None:
+            raise ReviewNotPendingError(f"review {review_id!r} is not pending on thread {row.thread_id!r}; nothing is")
         raise NoPendingReviewError(f"thread {row.thread_id!r} has no pending review (status {row.status})")
 
     def _apply(self, wf: Workflow, graph: Graph, thread_id: str, review: ReviewRow, decision: Decision) -> Flow[ThreadView]:
@@ -592,6 +605,10 @@ class Runner:
         for row in running:
             if not owner_alive(row.owner, row.lease_until, now) and self._knows(row.workflow):
                 yield from self._reconcile(row)
+
+
+def _outcome(review: ReviewRow) -> Outcome:
+    return "rejected" if review.decision and review.decision.get("kind") == "reject" else "completed"
 
 
 def _config(thread_id: str) -> RunnableConfig:

@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hitl_graphs import Runner
+from tests.workflows import WORKFLOWS
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return str(tmp_path / "hitl.sqlite")
+
+
+@pytest.fixture
+def effects_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "effects.log"
+    monkeypatch.setenv("HITL_TEST_EFFECTS", str(path))
+    return path
+
+
+@pytest.fixture
+def runner(db: str, effects_file: Path) -> Iterator[Runner]:
+    with Runner.open(db, workflows=WORKFLOWS) as r:
+        yield r
+
+
+def fingerprint(db: str, thread_id: str) -> dict[str, Any]:
+    """Everything a refused request must leave as it was: checkpoints, writes, ledger rows."""
+    conn = sqlite3.connect(db)
+    try:
+        return {
+            "checkpoints": conn.execute(
+                "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? ORDER BY checkpoint_id", (thread_id,)
+            ).fetchall(),
+            "writes": conn.execute("SELECT count(*) FROM writes WHERE thread_id = ?", (thread_id,)).fetchone(),
+            "threads": conn.execute("SELECT count(*) FROM checkpoints").fetchone(),
+            "reviews": conn.execute(
+                "SELECT review_id, status, decision FROM hitl_reviews WHERE thread_id = ? ORDER BY review_id", (thread_id,)
+            ).fetchall(),
+            "thread": conn.execute(
+                "SELECT status, outcome, owner FROM hitl_threads WHERE thread_id = ?", (thread_id,)
+            ).fetchall(),
+        }
+    finally:
+        conn.close()
+
+
+def subprocess_env(db: str, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["HITL_DB"] = db
+    env["HITL_APP"] = "tests.workflows"
+    env.update(extra)
+    return env
+
+
+def hitl(db: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run the `hitl` CLI in its own process."""
+    return subprocess.run(
+        [sys.executable, "-m", "hitl_graphs.cli", *args],
+        capture_output=True, text=True, env=subprocess_env(db, **env), cwd=ROOT, timeout=120,
+    )
+
+
+def python(db: str, code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run a Python snippet in its own process, with the test workflows registered."""
+    return subprocess.run(
+        [sys.executable, "-c", "import tests.workflows\n" + code],
+        capture_output=True, text=True, env=subprocess_env(db, **env), cwd=ROOT, timeout=120,
+    )

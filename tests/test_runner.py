@@ -1,0 +1,257 @@
+"""The runtime read as a human review: run to the pause, look, decide, check what ran."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hitl_graphs import (
+    AlreadyDecidedError,
+    Approve,
+    Decision,
+    InvalidDecisionError,
+    Modify,
+    NoPendingReviewError,
+    PatchError,
+    Reject,
+    ReviewNotPendingError,
+    Runner,
+    ThreadExistsError,
+    UnknownThreadError,
+    UnknownWorkflowError,
+)
+from tests.conftest import fingerprint
+from tests.workflows import effects
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    workflow: str
+    decision: Decision
+    status: str
+    outcome: str | None
+    effects: list[str]
+    state: dict[str, Any]
+
+
+CASES = [
+    Case("gate-approve", "pay", Approve(actor="ana"), "done", "completed",
+         ["prepare", "pay:acme:120"], {"status": "paid", "amount": 120}),
+    Case("gate-modify", "pay", Modify(patch={"amount": 90, "memo": "capped"}, actor="ana"), "done", "completed",
+         ["prepare", "pay:acme:90"], {"status": "paid", "amount": 90, "memo": "capped"}),
+    Case("gate-reject", "pay", Reject(reason="too much", actor="ana"), "done", "rejected",
+         ["prepare"], {"status": "prepared"}),
+    Case("breakpoint-approve", "approval", Approve(), "done", "completed", [],
+         {"approved": True, "result": "did restart on web-frontend", "executions": 1}),
+    Case("breakpoint-modify", "approval", Modify(patch={"proposed_action": {"action": "stop", "target": "db"}}),
+         "done", "completed", [], {"approved": True, "result": "did stop on db", "executions": 1}),
+    Case("breakpoint-reject-route", "approval", Reject(reason="no"), "done", "rejected", [],
+         {"approved": False, "result": "Action rejected by user", "executions": 0}),
+    Case("breakpoint-reject-no-route", "approval-noroute", Reject(reason="no"), "done", "rejected", [],
+         {"approved": None}),
+    Case("raw-interrupt-approve", "raw", Approve(actor="bo"), "done", "completed", [],
+         {"answer": {"kind": "approve", "actor": "bo", "comment": None}}),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_decision_outcomes(runner: Runner, case: Case) -> None:
+    paused = runner.start(case.workflow)
+    assert paused.status == "paused"
+    assert len(paused.reviews) == 1
+    view = runner.resume(paused.thread_id, case.decision)
+    assert (view.status, view.outcome) == (case.status, case.outcome)
+    assert view.reviews == ()
+    assert effects() == case.effects
+    for key, value in case.state.items():
+        assert view.state.get(key) == value, key
+    assert "result" not in case.state or runner.show(paused.thread_id).state["result"] == case.state["result"]
+
+
+def test_the_person_sees_what_the_review_asks(runner: Runner) -> None:
+    view = runner.start("pay", {"to": "acme", "amount": 120})
+    (review,) = view.reviews
+    assert review.thread_id == view.thread_id
+    assert (review.workflow, review.node, review.position, review.kind) == ("pay", "review", "before", "gate")
+    assert review.payload == {"to": "acme", "amount": 120}
+    assert review.allowed == ("approve", "modify", "reject")
+    assert review.editable == ("amount", "memo")
+    assert review.source == "interrupt"
+    assert runner.pending() == [review]
+    assert runner.pending(workflow="approval") == []
+    assert runner.show(view.thread_id).reviews == (review,)
+
+
+def test_static_breakpoint_review_and_no_restart(runner: Runner) -> None:
+    """The seed resumes with `ainvoke({"approved": ...})`, which restarts the graph; we continue it."""
+    view = runner.start("approval", {"task": "api"})
+    (review,) = view.reviews
+    assert (review.source, review.kind, review.node, review.position) == ("breakpoint", "breakpoint", "execute", "before")
+    assert review.payload["next"] == ["execute"]
+    assert review.payload["state"]["proposed_action"] == {"action": "restart", "target": "api"}
+    assert review.editable == ("proposed_action",)
+    done = runner.resume(view.thread_id, Approve())
+    assert done.state["executions"] == 1
+    steps = [e.event for e in runner.history(view.thread_id)]
+    assert steps == ["started", "review_requested", "decided", "applied", "completed"]
+
+
+def test_interrupt_after_pauses_after_the_node(runner: Runner) -> None:
+    view = runner.start("after", {})
+    (review,) = view.reviews
+    assert (review.node, review.position) == ("write", "after")
+    assert effects() == ["write"]
+    done = runner.resume(view.thread_id, Modify(patch={"draft": "better draft"}))
+    assert done.outcome == "completed"
+    assert effects() == ["write", "publish:better draft"]
+
+
+def test_parallel_reviews_are_answered_by_id(runner: Runner) -> None:
+    view = runner.start("fanout")
+    by_node = {r.node: r for r in view.reviews}
+    assert set(by_node) == {"left", "right"}
+    with pytest.raises(ReviewNotPendingError, match="has 2 pending reviews; pass a review id"):
+        runner.resume(view.thread_id, Approve())
+    after_one = runner.resume(view.thread_id, Reject(), review_id=by_node["right"].review_id)
+    assert after_one.status == "paused"
+    assert [r.review_id for r in after_one.reviews] == [by_node["left"].review_id]
+    assert effects() == []
+    with pytest.raises(AlreadyDecidedError, match="already decided"):
+        runner.resume(view.thread_id, Approve(), review_id=by_node["right"].review_id)
+    done = runner.resume(view.thread_id, Approve(), review_id=by_node["left"].review_id[:8])
+    assert done.status == "done"
+    assert sorted(done.state["done"]) == ["left", "right:skipped"]
+    assert effects() == ["branch:left"]
+
+
+BAD = [
+    ("unknown-field", Modify(patch={"nope": 1}), PatchError, "unknown field 'nope' in patch; the state has: amount, memo, status, to"),
+    ("not-editable", Modify(patch={"to": "mallory"}), PatchError, "field 'to' may not be changed in this review; editable fields: amount, memo"),
+    ("wrong-type", Modify(patch={"amount": "ninety"}), PatchError, "field 'amount' expects int, got str \"ninety\""),
+    ("wrong-type-float", Modify(patch={"amount": 9.5}), PatchError, "field 'amount' expects int, got float 9.5"),
+    ("bad-kind", {"kind": "aprove"}, InvalidDecisionError, "kind must be one of approve, modify, reject, got 'aprove'"),
+    ("empty-patch", {"kind": "modify", "patch": {}}, InvalidDecisionError, "at least one field"),
+]
+
+
+@pytest.mark.parametrize(("decision", "error", "message"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_refused_decisions_leave_the_thread_as_it_was(runner: Runner, db: str, decision: Any, error: type, message: str) -> None:
+    view = runner.start("pay")
+    before = fingerprint(db, view.thread_id)
+    with pytest.raises(error, match=_literal(message)):
+        runner.resume(view.thread_id, decision)
+    assert fingerprint(db, view.thread_id) == before
+    assert runner.pending() == list(view.reviews)
+    assert runner.resume(view.thread_id, Approve()).outcome == "completed"
+
+
+def test_kind_not_allowed_is_refused(runner: Runner, db: str) -> None:
+    view = runner.start("fanout")
+    left = next(r for r in view.reviews if r.node == "left")
+    before = fingerprint(db, view.thread_id)
+    with pytest.raises(InvalidDecisionError, match=f"review '{left.review_id}' does not allow 'modify'; allowed: approve, reject"):
+        runner.resume(view.thread_id, Modify(patch={"items": []}), review_id=left.review_id)
+    assert fingerprint(db, view.thread_id) == before
+
+
+def test_unknown_thread_creates_nothing(runner: Runner, db: str) -> None:
+    runner.start("pay")
+    before = fingerprint(db, "ghost")
+    with pytest.raises(UnknownThreadError, match="thread 'ghost' does not exist; nothing was started"):
+        runner.resume("ghost", Approve())
+    with pytest.raises(UnknownThreadError):
+        runner.show("ghost")
+    assert fingerprint(db, "ghost") == before
+
+
+def test_finished_thread_says_so(runner: Runner, db: str) -> None:
+    view = runner.start("pay")
+    runner.resume(view.thread_id, Approve())
+    before = fingerprint(db, view.thread_id)
+    with pytest.raises(NoPendingReviewError, match=f"thread '{view.thread_id}' has no pending review; it ended \\(completed\\)"):
+        runner.resume(view.thread_id, Reject())
+    with pytest.raises(AlreadyDecidedError, match="already decided \\(approve\\)"):
+        runner.resume(view.thread_id, Approve(), review_id=view.reviews[0].review_id)
+    with pytest.raises(NoPendingReviewError, match="has no pending review; it ended"):
+        runner.resume(view.thread_id, Approve(), review_id="zzz")
+    assert fingerprint(db, view.thread_id) == before
+    assert effects().count("pay:acme:120") == 1
+
+
+def test_start_refuses_a_used_thread_id_and_unknown_workflow(runner: Runner) -> None:
+    runner.start("pay", thread_id="t-1")
+    with pytest.raises(ThreadExistsError, match="thread 't-1' already"):
+        runner.start("email", thread_id="t-1")
+    with pytest.raises(UnknownWorkflowError, match="no workflow named 'nope'"):
+        runner.start("nope")
+
+
+def test_cancel_ends_the_thread_and_its_reviews(runner: Runner) -> None:
+    view = runner.start("fanout")
+    done = runner.cancel(view.thread_id, actor="ops", reason="duplicate")
+    assert (done.status, done.outcome, done.reviews) == ("done", "cancelled", ())
+    assert runner.pending() == []
+    assert effects() == []
+    with pytest.raises(ReviewNotPendingError, match=f"review '{view.reviews[0].review_id}' of thread '{view.thread_id}' was cancelled"):
+        runner.resume(view.thread_id, Approve(), review_id=view.reviews[0].review_id)
+    with pytest.raises(NoPendingReviewError, match="it ended \\(cancelled\\)"):
+        runner.resume(view.thread_id, Approve())
+    events = [(e.event, e.actor) for e in runner.history(view.thread_id)]
+    assert ("cancel_requested", "ops") in events and events[-1] == ("cancelled", None)
+
+
+def test_history_records_who_decided_what(runner: Runner) -> None:
+    view = runner.start("pay")
+    runner.resume(view.thread_id, Modify(patch={"amount": 7}, actor="ana", comment="cap it"))
+    decided = [e for e in runner.history(view.thread_id) if e.event == "decided"]
+    assert len(decided) == 1
+    assert decided[0].actor == "ana"
+    assert decided[0].review_id == view.reviews[0].review_id
+    assert decided[0].data["patch"] == {"amount": 7}
+    assert decided[0].data["comment"] == "cap it"
+
+
+async def test_async_twins(runner: Runner) -> None:
+    view = await runner.astart("pay", {"to": "acme", "amount": 5})
+    assert [r.review_id for r in await runner.apending()] == [view.reviews[0].review_id]
+    assert (await runner.ashow(view.thread_id)).status == "paused"
+    done = await runner.aresume(view.thread_id, Modify(patch={"amount": 6}))
+    assert done.state["status"] == "paid"
+    assert [e.event for e in await runner.ahistory(view.thread_id)][-1] == "completed"
+    other = await runner.astart("fanout")
+    assert (await runner.acancel(other.thread_id)).outcome == "cancelled"
+    assert effects() == ["prepare", "pay:acme:6"]
+
+
+def test_reconcile_after_a_checkpoint_without_ledger(runner: Runner, db: str) -> None:
+    """A thread resumed behind the runner's back (plain LangGraph) is noticed, not double-listed."""
+    from langgraph.types import Command
+
+    view = runner.start("pay")
+    graph = runner.graph("pay")
+    graph.invoke(Command(resume={view.reviews[0].review_id: {"kind": "approve"}}), {"configurable": {"thread_id": view.thread_id}})
+    with pytest.raises(ReviewNotPendingError, match="no longer pending"):
+        runner.resume(view.thread_id, Approve())
+    assert runner.pending() == []
+    assert runner.show(view.thread_id).status == "done"
+
+
+def _literal(message: str) -> str:
+    import re
+
+    return re.escape(message)
+
+
+def test_runner_docstring_example(tmp_path: Path) -> None:
+    import doctest
+
+    import hitl_graphs
+    import hitl_graphs.runner
+
+    for module in (hitl_graphs, hitl_graphs.runner):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0 and result.attempted > 0

@@ -1,0 +1,178 @@
+"""Workflows the tests drive, importable by subprocesses (`--app tests.workflows`).
+
+Side effects are appended to the file named by `$HITL_TEST_EFFECTS`, so a test can count how
+often each ran across processes. `$HITL_TEST_DIE=<node>` makes that node SIGKILL its own process
+on first entry (a marker file next to the effects file remembers it died once).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+from hitl_graphs import Reject, Workflow, register, request_review, review_node
+from hitl_graphs.examples import approval_workflow, email_workflow
+
+
+def effect(name: str) -> None:
+    path = os.environ.get("HITL_TEST_EFFECTS")
+    if path:
+        with open(path, "a") as f:
+            f.write(name + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def maybe_die(where: str) -> None:
+    if os.environ.get("HITL_TEST_DIE") != where:
+        return
+    marker = Path(os.environ["HITL_TEST_EFFECTS"] + f".died-{where}")
+    if not marker.exists():
+        marker.write_text("died")
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def effects() -> list[str]:
+    path = os.environ.get("HITL_TEST_EFFECTS")
+    if not path or not os.path.exists(path):
+        return []
+    return Path(path).read_text().splitlines()
+
+
+# -- pay: an interrupt gate before a payment ---------------------------------------------------
+
+
+class PayState(TypedDict, total=False):
+    to: str
+    amount: int
+    memo: str
+    status: str
+
+
+def _prepare(state: PayState) -> PayState:
+    effect("prepare")
+    return {"status": "prepared"}
+
+
+def _pay(state: PayState) -> PayState:
+    maybe_die("pay")
+    effect(f"pay:{state['to']}:{state['amount']}")
+    return {"status": "paid"}
+
+
+def pay_graph() -> StateGraph[PayState]:
+    g = StateGraph(PayState)
+    g.add_node("prepare", _prepare)
+    g.add_node(
+        "review",
+        review_node("gate", lambda s: {"to": s["to"], "amount": s["amount"]}, title="Pay?",
+                    on_approve="pay", on_reject=END, editable=("amount", "memo"),
+                    allowed=("approve", "modify", "reject")),
+        destinations=("pay", END),
+    )
+    g.add_node("pay", _pay)
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "review")
+    g.add_edge("pay", END)
+    return g
+
+
+# -- fanout: two parallel branches, each with its own review ---------------------------------
+
+
+def _merge(a: list[str], b: list[str]) -> list[str]:
+    return a + b
+
+
+class FanState(TypedDict, total=False):
+    items: list[str]
+    done: Annotated[list[str], _merge]
+
+
+def _branch(name: str) -> Any:
+    def node(state: FanState) -> FanState:
+        decision = request_review("gate", {"branch": name}, title=f"Run {name}?", allowed=("approve", "reject"))
+        if isinstance(decision, Reject):
+            return {"done": [f"{name}:skipped"]}
+        effect(f"branch:{name}")
+        return {"done": [name]}
+
+    return node
+
+
+def fanout_graph() -> StateGraph[FanState]:
+    g = StateGraph(FanState)
+    g.add_node("left", _branch("left"))
+    g.add_node("right", _branch("right"))
+    g.add_edge(START, "left")
+    g.add_edge(START, "right")
+    g.add_edge("left", END)
+    g.add_edge("right", END)
+    return g
+
+
+# -- raw: a user's own interrupt() call and interrupt_after ------------------------------------
+
+
+class RawState(TypedDict, total=False):
+    question: str
+    answer: Any
+    checked: bool
+
+
+def _ask(state: RawState) -> RawState:
+    answer = interrupt(state.get("question", "ok?"))
+    return {"answer": answer}
+
+
+def raw_graph() -> StateGraph[RawState]:
+    g = StateGraph(RawState)
+    g.add_node("ask", _ask)
+    g.add_edge(START, "ask")
+    g.add_edge("ask", END)
+    return g
+
+
+class AfterState(TypedDict, total=False):
+    draft: str
+    published: bool
+
+
+def _write(state: AfterState) -> AfterState:
+    effect("write")
+    return {"draft": "first draft"}
+
+
+def _publish(state: AfterState) -> AfterState:
+    effect(f"publish:{state['draft']}")
+    return {"published": True}
+
+
+def after_graph() -> Any:
+    g = StateGraph(AfterState)
+    g.add_node("write", _write)
+    g.add_node("publish", _publish)
+    g.add_edge(START, "write")
+    g.add_edge("write", "publish")
+    g.add_edge("publish", END)
+    return g.compile(interrupt_after=["write"])
+
+
+WORKFLOWS = [
+    Workflow("pay", pay_graph, example_input={"to": "acme", "amount": 120}),
+    Workflow("fanout", fanout_graph, example_input={"items": []}),
+    Workflow("raw", raw_graph, example_input={"question": "ship it?"}),
+    Workflow("after", after_graph, editable=("draft",)),
+    Workflow("approval-noroute", lambda: approval_workflow().graph(), editable=("proposed_action",),
+             on_approve={"approved": True}),
+    approval_workflow(),
+    email_workflow(),
+]
+
+for _wf in WORKFLOWS:
+    register(_wf, replace=True)
