@@ -9,7 +9,17 @@ Example:
     'completed'
 """
 
-from hitl_graphs.decisions import ALL_KINDS, Approve, Decision, DecisionKind, Modify, Reject, parse_decision
+from hitl_graphs.decisions import (
+    ALL_KINDS,
+    Approve,
+    Decision,
+    DecisionKind,
+    Escalate,
+    Modify,
+    Reject,
+    Respond,
+    parse_decision,
+)
 from hitl_graphs.errors import (
     AlreadyDecidedError,
     ConfigError,
@@ -41,6 +51,7 @@ __all__ = [
     "Decision",
     "DecisionError",
     "DecisionKind",
+    "Escalate",
     "HistoryEntry",
     "HitlError",
     "HitlSqliteSaver",
@@ -49,6 +60,7 @@ __all__ = [
     "NoPendingReviewError",
     "PatchError",
     "Reject",
+    "Respond",
     "ReviewNotPendingError",
     "ReviewRequest",
     "Runner",

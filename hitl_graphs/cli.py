@@ -28,7 +28,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from hitl_graphs.builtin import register_builtins
-from hitl_graphs.decisions import Approve, Decision, Modify, Reject
+from hitl_graphs.decisions import Approve, Decision, Escalate, Modify, Reject, Respond
 from hitl_graphs.errors import HitlError
 from hitl_graphs.registry import load_app, registered
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
@@ -54,6 +54,7 @@ _opts = _Opts()
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 ReviewOpt = Annotated[str | None, typer.Option("--review", help="Review id (or a unique prefix) when several are pending.")]
 ActorOpt = Annotated[str | None, typer.Option("--actor", help="Who decides (default: $HITL_ACTOR, else your login).")]
+VerifyOpt = Annotated[str | None, typer.Option("--verify", help="The verification phrase a verify-level review asks for.")]
 CommentOpt = Annotated[str | None, typer.Option("--comment", help="A note kept in the history.")]
 
 
@@ -231,9 +232,16 @@ def _decide(thread: str, decision: Decision, review: str | None, as_json: bool) 
 
 
 @app.command()
-def approve(thread: str, review: ReviewOpt = None, actor: ActorOpt = None, comment: CommentOpt = None, as_json: JsonFlag = False) -> None:
+def approve(
+    thread: str,
+    review: ReviewOpt = None,
+    actor: ActorOpt = None,
+    comment: CommentOpt = None,
+    verify: VerifyOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
     """Approve the pending review; the thread runs to its next review or its end."""
-    _decide(thread, Approve(actor=_actor(actor), comment=comment), review, as_json)
+    _decide(thread, Approve(actor=_actor(actor), comment=comment, verification=verify), review, as_json)
 
 
 @app.command()
@@ -243,13 +251,14 @@ def modify(
     review: ReviewOpt = None,
     actor: ActorOpt = None,
     comment: CommentOpt = None,
+    verify: VerifyOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Approve with edits: the patch is checked against the review and the state's types first."""
     values = _json_arg(patch, "--patch")
     if not values:
         _fail("--patch is empty; name at least one field to change")
-    _decide(thread, Modify(patch=values, actor=_actor(actor), comment=comment), review, as_json)
+    _decide(thread, Modify(patch=values, actor=_actor(actor), comment=comment, verification=verify), review, as_json)
 
 
 @app.command()
@@ -263,6 +272,32 @@ def reject(
 ) -> None:
     """Reject the pending review; the workflow's rejection route runs, or the thread ends as rejected."""
     _decide(thread, Reject(reason=reason, actor=_actor(actor), comment=comment), review, as_json)
+
+
+@app.command()
+def respond(
+    thread: str,
+    text: Annotated[str, typer.Option("--text", help="Your reply, in free text.")],
+    review: ReviewOpt = None,
+    actor: ActorOpt = None,
+    comment: CommentOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Reply in free text (conversation turns, redirecting the agent) where the review allows it."""
+    _decide(thread, Respond(text=text, actor=_actor(actor), comment=comment), review, as_json)
+
+
+@app.command()
+def escalate(
+    thread: str,
+    reason: Annotated[str | None, typer.Option("--reason", help="Why it goes up a level.")] = None,
+    review: ReviewOpt = None,
+    actor: ActorOpt = None,
+    comment: CommentOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Hand the case one level up, where the review allows it."""
+    _decide(thread, Escalate(reason=reason, actor=_actor(actor), comment=comment), review, as_json)
 
 
 @app.command()
@@ -300,6 +335,18 @@ def workflows(as_json: JsonFlag = False) -> None:
         return
     for wf in sorted(known.values(), key=lambda w: w.name):
         out.print(f"[bold]{wf.name}[/bold]  {wf.description}")
+
+
+@app.command()
+def demo(
+    scripted: Annotated[bool, typer.Option("--scripted", help="Take scripted decisions even at a terminal.")] = False,
+) -> None:
+    """A guided walk through the review patterns on the default database, offline."""
+    from hitl_graphs.demo import run_demo
+
+    interactive = sys.stdin.isatty() and not scripted
+    with _runner() as runner:
+        run_demo(runner, console=out, interactive=interactive)
 
 
 def main() -> None:

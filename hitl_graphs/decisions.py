@@ -1,4 +1,7 @@
-"""A person's answer to a review: `Approve`, `Modify` or `Reject`, a closed typed union.
+"""A person's answer to a review: `Approve`, `Modify`, `Reject`, `Respond` or `Escalate`.
+
+A closed typed union; each review says which kinds it accepts (`approve`, `modify`, `reject` by
+default).
 
 Decisions are parsed with one `TypeAdapter` over a discriminated union, so an unknown `kind`
 fails closed instead of falling through to "approve" (the bug in Haystack's first HITL design,
@@ -7,7 +10,7 @@ where any unrecognised word confirmed the tool call).
 Example:
     >>> from hitl_graphs import Modify, parse_decision
     >>> parse_decision({"kind": "modify", "patch": {"plan": ["a", "b"]}, "actor": "ana"})
-    Modify(actor='ana', comment=None, kind='modify', patch={'plan': ['a', 'b']})
+    Modify(actor='ana', comment=None, kind='modify', patch={'plan': ['a', 'b']}, verification=None)
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from hitl_graphs.errors import InvalidDecisionError
 
-DecisionKind: TypeAlias = Literal["approve", "modify", "reject"]
+DecisionKind: TypeAlias = Literal["approve", "modify", "reject", "respond", "escalate"]
 ALL_KINDS: tuple[DecisionKind, ...] = ("approve", "modify", "reject")
+"""What a review allows unless it says otherwise; `respond` and `escalate` are opted into."""
 
 
 class _DecisionBase(BaseModel):
@@ -44,6 +48,8 @@ class Approve(_DecisionBase):
     """
 
     kind: Literal["approve"] = "approve"
+    verification: str | None = None
+    """The phrase a `verify`-level review asks the person to type (e.g. `DELETE r-42`)."""
 
 
 class Modify(_DecisionBase):
@@ -60,6 +66,8 @@ class Modify(_DecisionBase):
 
     kind: Literal["modify"] = "modify"
     patch: dict[str, Any]
+    verification: str | None = None
+    """The phrase a `verify`-level review asks the person to type."""
 
     @field_validator("patch")
     @classmethod
@@ -81,13 +89,38 @@ class Reject(_DecisionBase):
     reason: str | None = None
 
 
-Decision: TypeAlias = Annotated[Approve | Modify | Reject, Field(discriminator="kind")]
+class Respond(_DecisionBase):
+    """Answer in free text: a reply in a conversation, or redirecting the agent mid-task.
+
+    Example:
+        >>> Respond(text="use the staging database instead").kind
+        'respond'
+    """
+
+    kind: Literal["respond"] = "respond"
+    text: str
+
+
+class Escalate(_DecisionBase):
+    """Hand the case one level up (e.g. from a human reviewer to a manager).
+
+    Example:
+        >>> Escalate(reason="over my limit").kind
+        'escalate'
+    """
+
+    kind: Literal["escalate"] = "escalate"
+    reason: str | None = None
+
+
+Decision: TypeAlias = Annotated[Approve | Modify | Reject | Respond | Escalate, Field(discriminator="kind")]
 """Any one decision, discriminated by its `kind`."""
 
-_ADAPTER: TypeAdapter[Approve | Modify | Reject] = TypeAdapter(Decision)
+_ADAPTER: TypeAdapter[Approve | Modify | Reject | Respond | Escalate] = TypeAdapter(Decision)
+_KINDS_TEXT = "approve, modify, reject, respond, escalate"
 
 
-def parse_decision(value: Approve | Modify | Reject | Mapping[str, Any] | str) -> Decision:
+def parse_decision(value: Approve | Modify | Reject | Respond | Escalate | Mapping[str, Any] | str) -> Decision:
     """Turn a decision object, a dict or a JSON string into a validated `Decision`.
 
     Raises:
@@ -97,7 +130,7 @@ def parse_decision(value: Approve | Modify | Reject | Mapping[str, Any] | str) -
         >>> parse_decision('{"kind": "reject", "reason": "no"}').reason
         'no'
     """
-    if isinstance(value, Approve | Modify | Reject):
+    if isinstance(value, Approve | Modify | Reject | Respond | Escalate):
         return value
     try:
         if isinstance(value, str):
@@ -119,7 +152,7 @@ def _first_error(exc: ValidationError) -> str:
     err = exc.errors()[0]
     where = ".".join(str(p) for p in err["loc"])
     if err["type"] == "union_tag_invalid":
-        return f"kind must be one of {', '.join(ALL_KINDS)}, got {err['input'].get('kind')!r}"
+        return f"kind must be one of {_KINDS_TEXT}, got {err['input'].get('kind')!r}"
     if err["type"] == "union_tag_not_found":
-        return f"missing 'kind' (one of {', '.join(ALL_KINDS)})"
+        return f"missing 'kind' (one of {_KINDS_TEXT})"
     return f"{where}: {err['msg']}" if where else err["msg"]

@@ -12,14 +12,14 @@ from a user's own `interrupt(...)` calls (which it still lists and resumes, as k
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, assert_never
+from typing import Any
 
 from langgraph.types import Command, interrupt
 from pydantic_core import to_jsonable_python
 
 from hitl_graphs.decisions import ALL_KINDS, Approve, Decision, DecisionKind, Modify, Reject, parse_decision
 from hitl_graphs.errors import InvalidDecisionError
-from hitl_graphs.reviews import Position
+from hitl_graphs.reviews import PatchTarget, Position
 
 GATE_MARK = "__hitl_review__"
 
@@ -37,6 +37,10 @@ def request_review(
     allowed: Sequence[DecisionKind] = ALL_KINDS,
     editable: Sequence[str] = (),
     position: Position = "before",
+    key: str | None = None,
+    patch_target: PatchTarget = "state",
+    patch_schema: dict[str, Any] | None = None,
+    verify_phrase: str | None = None,
 ) -> Decision:
     """Pause the graph until a person decides, and return their decision.
 
@@ -52,6 +56,10 @@ def request_review(
         allowed: Decision kinds the person may give.
         editable: State fields a `Modify` may patch.
         position: Whether this review stands `before` or `after` the work it guards.
+        key: Your id for this review (a tool call id...), unique among the thread's pending ones.
+        patch_target: `state` (default) or `payload`: see `ReviewRequest.patch_target`.
+        patch_schema: JSON Schema for a `payload` patch (e.g. a tool's argument schema).
+        verify_phrase: Make this a `verify`-level review: approving requires typing the phrase.
 
     Example:
         >>> def send_node(state):
@@ -68,6 +76,10 @@ def request_review(
         "allowed": list(allowed),
         "editable": list(editable),
         "position": position,
+        "key": key,
+        "patch_target": patch_target,
+        "patch_schema": patch_schema,
+        "verify_phrase": verify_phrase,
     }
     answer = interrupt(spec)
     decision = parse_decision(answer)
@@ -110,6 +122,9 @@ def review_node(
         True
     """
 
+    if unknown := set(allowed) - set(ALL_KINDS):
+        raise ValueError(f"review_node routes approve, modify and reject only; remove {sorted(unknown)}")
+
     def review(state: Any) -> Command[str]:
         decision = request_review(kind, payload(state), title=title, allowed=allowed, editable=editable)
         match decision:
@@ -118,8 +133,8 @@ def review_node(
             case Reject(reason=reason):
                 update = {reason_field: reason} if reason_field else {}
                 return Command(goto=on_reject, update=update)
-            case _:
-                assert_never(decision)
+            case _:  # allowed is checked above and by request_review
+                raise InvalidDecisionError(f"review_node cannot route {decision.kind!r}")
 
     return review
 

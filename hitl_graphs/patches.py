@@ -64,6 +64,41 @@ def validate_patch(
     return clean
 
 
+def validate_payload_patch(patch: Mapping[str, Any], request: Any) -> dict[str, Any]:
+    """Check a patch to what the review shows (e.g. tool arguments) against its JSON Schema.
+
+    The patch names top-level fields of the payload (a tool review may show
+    `{"name": ..., "args": {...}}` with `editable=("args",)`); fields not named keep their values,
+    and the payload with the patch merged in must satisfy `request.patch_schema`.
+
+    Raises:
+        PatchError: a field is not editable or the merged value breaks the schema.
+    """
+    import jsonschema
+
+    for name in patch:
+        if name not in request.editable:
+            allowed = ", ".join(request.editable) or "none"
+            raise PatchError(f"field {name!r} may not be changed in this review; editable fields: {allowed}")
+    if request.patch_schema is None:
+        return dict(patch)
+    base = request.payload if isinstance(request.payload, dict) else {}
+    merged = {**base, **patch}
+    validator = jsonschema.Draft202012Validator(request.patch_schema)
+    for err in sorted(validator.iter_errors(merged), key=lambda e: list(e.path)):
+        where = ".".join(str(p) for p in err.path) or next(iter(patch))
+        expected = _schema_type(err)
+        raise PatchError(f"field {where!r} {f'expects {expected}: ' if expected else ''}{err.message}")
+    return dict(patch)
+
+
+def _schema_type(err: Any) -> str | None:
+    if err.validator != "type":
+        return None
+    kind = err.validator_value
+    return " | ".join(kind) if isinstance(kind, list) else str(kind)
+
+
 def type_name(tp: Any) -> str:
     """A readable name for a type hint: `list[str]`, `int | None`, `Annotated` stripped."""
     if typing.get_origin(tp) is typing.Annotated:

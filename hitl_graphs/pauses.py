@@ -140,6 +140,10 @@ def _interrupt_review(
         editable=tuple(spec["editable"]),
         source="interrupt",
         created_at=created,
+        key=spec.get("key"),
+        patch_target=spec.get("patch_target", "state"),
+        patch_schema=spec.get("patch_schema"),
+        verify_phrase=spec.get("verify_phrase"),
     )
 
 

@@ -15,6 +15,7 @@ from hitl_graphs.decisions import DecisionKind
 
 Position: TypeAlias = Literal["before", "after"]
 ReviewSource: TypeAlias = Literal["interrupt", "breakpoint"]
+PatchTarget: TypeAlias = Literal["state", "payload"]
 ThreadStatus: TypeAlias = Literal["running", "paused", "done", "failed"]
 Outcome: TypeAlias = Literal["completed", "rejected", "cancelled"]
 
@@ -37,6 +38,13 @@ class ReviewRequest(BaseModel):
         source: `interrupt` (a node called `interrupt()`) or `breakpoint` (`interrupt_before` /
             `interrupt_after` at compile time).
         created_at: When the pause was recorded.
+        key: An id of the reviewer's world, unique among the thread's pending reviews (a tool
+            call id, a phase name); `resume(..., review_id=key)` accepts it.
+        patch_target: `state` (a `Modify` patch is a state update, checked against the state's
+            types) or `payload` (the patch edits what the payload shows, e.g. tool arguments;
+            it is checked against `patch_schema` and handed to the node, not written to state).
+        patch_schema: JSON Schema a `payload` patch must satisfy.
+        verify_phrase: For `verify`-level reviews: the phrase the person must type to approve.
 
     Example:
         >>> r = ReviewRequest(review_id="r1", thread_id="t1", workflow="w", node="send",
@@ -61,6 +69,10 @@ class ReviewRequest(BaseModel):
     editable: tuple[str, ...]
     source: ReviewSource
     created_at: datetime
+    key: str | None = None
+    patch_target: PatchTarget = "state"
+    patch_schema: dict[str, Any] | None = None
+    verify_phrase: str | None = None
 
 
 class ThreadView(BaseModel):

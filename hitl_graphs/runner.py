@@ -43,7 +43,7 @@ from hitl_graphs.errors import (
 )
 from hitl_graphs.gate import to_json
 from hitl_graphs.ledger import Event, Ledger, ReviewRow, ThreadRow, owner_alive, this_owner
-from hitl_graphs.patches import state_fields, validate_patch
+from hitl_graphs.patches import state_fields, validate_patch, validate_payload_patch
 from hitl_graphs.pauses import Pause, read_pause
 from hitl_graphs.registry import Workflow, get_workflow
 from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadView
@@ -436,7 +436,10 @@ class Runner:
             raise ReviewNotPendingError(
                 f"thread {row.thread_id!r} has {len(pending)} pending reviews; pass a review id: {listing}"
             )
-        matches = [r for r in pending if r.review_id == review_id] or [r for r in pending if r.review_id.startswith(review_id)]
+        matches = (
+            [r for r in pending if review_id in (r.review_id, r.request.key)]
+            or [r for r in pending if r.review_id.startswith(review_id)]
+        )
         if len(matches) == 1:
             return matches[0]
         if len(matches) > 1:
@@ -486,7 +489,7 @@ class Runner:
         request = review.request
         outcome: Outcome = "rejected" if isinstance(decision, Reject) else "completed"
         if request.source == "interrupt":
-            patch = decision.patch if isinstance(decision, Modify) else None
+            patch = decision.patch if isinstance(decision, Modify) and request.patch_target == "state" else None
             return (yield from self._run(
                 wf, graph, thread_id,
                 Command(resume={review.review_id: decision_to_json(decision)}, update=patch),
@@ -632,7 +635,15 @@ def _check(decision: Decision, request: ReviewRequest, graph: Graph) -> Decision
         raise InvalidDecisionError(
             f"review {request.review_id!r} does not allow {decision.kind!r}; allowed: {', '.join(request.allowed)}"
         )
+    if request.verify_phrase is not None and isinstance(decision, Approve | Modify):
+        if decision.verification != request.verify_phrase:
+            raise InvalidDecisionError(
+                f"review {request.review_id!r} needs the verification phrase {request.verify_phrase!r} typed exactly; "
+                f"got {decision.verification!r}"
+            )
     if isinstance(decision, Modify):
+        if request.patch_target == "payload":
+            return decision.model_copy(update={"patch": validate_payload_patch(decision.patch, request)})
         schema = getattr(getattr(graph, "builder", None), "state_schema", None)
         patch = validate_patch(decision.patch, editable=request.editable, state_schema=schema)
         return decision.model_copy(update={"patch": to_json(patch)})

@@ -94,3 +94,11 @@ def test_app_option_loads_user_workflows(db: str, tmp_path: Path) -> None:
     assert _json(result)["status"] == "paused"  # type: ignore[index]
     missing = hitl(db, "--app", "no_such_module", "pending", HITL_APP="")
     assert missing.returncode == 1 and missing.stderr.startswith("error: cannot import --app module 'no_such_module'")
+
+
+def test_demo_runs_without_a_terminal(db: str) -> None:
+    result = hitl(db, "demo")
+    assert result.returncode == 0, result.stderr
+    assert "refused: field 'subject' expects str" in result.stdout
+    assert "done (completed) result='did restart on web-frontend'" in result.stdout
+    assert "decided by demo" in result.stdout

@@ -53,7 +53,7 @@ def test_models_are_frozen(model: object) -> None:
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ({"kind": "confirm"}, "kind must be one of approve, modify, reject, got 'confirm'"),
+        ({"kind": "confirm"}, "kind must be one of approve, modify, reject, respond, escalate, got 'confirm'"),
         ({"actor": "ana"}, "missing 'kind'"),
         ({"kind": "modify"}, "modify.patch: Field required"),
         ({"kind": "modify", "patch": {}}, "at least one field"),

@@ -54,7 +54,7 @@ CASES = [
     Case("breakpoint-reject-no-route", "approval-noroute", Reject(reason="no"), "done", "rejected", [],
          {"approved": None}),
     Case("raw-interrupt-approve", "raw", Approve(actor="bo"), "done", "completed", [],
-         {"answer": {"kind": "approve", "actor": "bo", "comment": None}}),
+         {"answer": {"kind": "approve", "actor": "bo", "comment": None, "verification": None}}),
 ]
 
 
@@ -133,7 +133,7 @@ BAD = [
     ("not-editable", Modify(patch={"to": "mallory"}), PatchError, "field 'to' may not be changed in this review; editable fields: amount, memo"),
     ("wrong-type", Modify(patch={"amount": "ninety"}), PatchError, "field 'amount' expects int, got str \"ninety\""),
     ("wrong-type-float", Modify(patch={"amount": 9.5}), PatchError, "field 'amount' expects int, got float 9.5"),
-    ("bad-kind", {"kind": "aprove"}, InvalidDecisionError, "kind must be one of approve, modify, reject, got 'aprove'"),
+    ("bad-kind", {"kind": "aprove"}, InvalidDecisionError, "kind must be one of approve, modify, reject, respond, escalate, got 'aprove'"),
     ("empty-patch", {"kind": "modify", "patch": {}}, InvalidDecisionError, "at least one field"),
 ]
 
@@ -255,3 +255,22 @@ def test_runner_docstring_example(tmp_path: Path) -> None:
     for module in (hitl_graphs, hitl_graphs.runner):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0 and result.attempted > 0
+
+
+def test_verify_phrase_payload_patch_and_review_key(runner: Runner, db: str) -> None:
+    view = runner.start("delete")
+    (review,) = view.reviews
+    assert (review.key, review.verify_phrase, review.patch_target) == ("call_delete_1", "DELETE r-42", "payload")
+    before = fingerprint(db, view.thread_id)
+    with pytest.raises(InvalidDecisionError, match="needs the verification phrase 'DELETE r-42' typed exactly; got 'delete r-42'"):
+        runner.resume(view.thread_id, Approve(verification="delete r-42"))
+    with pytest.raises(PatchError, match="field 'args.force' expects boolean: 'yes' is not of type 'boolean'"):
+        runner.resume(view.thread_id, Modify(patch={"args": {"resource": "r-42", "force": "yes"}}, verification="DELETE r-42"))
+    with pytest.raises(PatchError, match="field 'name' may not be changed"):
+        runner.resume(view.thread_id, Modify(patch={"name": "drop"}, verification="DELETE r-42"))
+    assert fingerprint(db, view.thread_id) == before
+    done = runner.resume(view.thread_id, Modify(patch={"args": {"resource": "r-42", "force": True}}, verification="DELETE r-42"),
+                         review_id="call_delete_1")
+    assert done.state["deleted"] == ["r-42"]
+    assert "args" not in done.state  # a payload patch is the node's to use, not a state update
+    assert effects() == ["delete:r-42:True"]

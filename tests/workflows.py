@@ -163,7 +163,46 @@ def after_graph() -> Any:
     return g.compile(interrupt_after=["write"])
 
 
+# -- delete: a payload patch checked by JSON Schema, a verify phrase, a review key -------------
+
+
+class DeleteState(TypedDict, total=False):
+    resource: str
+    deleted: list[str]
+
+
+DELETE_SCHEMA = {
+    "type": "object",
+    "properties": {"args": {"type": "object", "properties": {"resource": {"type": "string"}, "force": {"type": "boolean"}},
+                            "required": ["resource"], "additionalProperties": False}},
+}
+
+
+def _delete(state: DeleteState) -> DeleteState:
+    args = {"resource": state["resource"], "force": False}
+    decision = request_review(
+        "tool_calls", {"name": "delete", "args": args}, title=f"DELETE {state['resource']}?",
+        editable=("args",), patch_target="payload", patch_schema=DELETE_SCHEMA,
+        verify_phrase=f"DELETE {state['resource']}", key="call_delete_1",
+    )
+    if isinstance(decision, Reject):
+        return {"deleted": []}
+    if decision.kind == "modify":
+        args = {**args, **decision.patch["args"]}
+    effect(f"delete:{args['resource']}:{args['force']}")
+    return {"deleted": [args["resource"]]}
+
+
+def delete_graph() -> StateGraph[DeleteState]:
+    g = StateGraph(DeleteState)
+    g.add_node("delete", _delete)
+    g.add_edge(START, "delete")
+    g.add_edge("delete", END)
+    return g
+
+
 WORKFLOWS = [
+    Workflow("delete", delete_graph, example_input={"resource": "r-42"}),
     Workflow("pay", pay_graph, example_input={"to": "acme", "amount": 120}),
     Workflow("fanout", fanout_graph, example_input={"items": []}),
     Workflow("raw", raw_graph, example_input={"question": "ship it?"}),
