@@ -356,7 +356,11 @@ class Runner:
         clean = _check(decision, review.request, graph)
         pause = yield from self._read(wf, graph, thread_id)
         if review.review_id not in {r.review_id for r in pause.reviews}:
-            yield from self._sync(thread_id, pause, "completed", None)
+            # decided by a racing process since we read the ledger, or answered outside the runner
+            yield from self._refuse_decided(row, review.review_id)
+            now_row: ThreadRow | None = yield _Call(self.ledger.thread, (thread_id,))
+            if now_row is not None and not (now_row.status == "running" and owner_alive(now_row.owner, now_row.lease_until, time.time())):
+                yield from self._sync(thread_id, pause, "completed", None)
             raise ReviewNotPendingError(
                 f"review {review.review_id!r} is no longer pending on thread {thread_id!r}: the thread moved on "
                 "outside this runner; `hitl show` has its current reviews"
@@ -472,6 +476,16 @@ class Runner:
             raise ThreadBusyError(f"thread {row.thread_id!r} is being run by another process ({row.owner}); retry once it pauses")
         if review_id is not None:
             yield from self._refuse_decided(row, review_id)
+        if row.status in ("done", "failed"):
+            applied: list[ReviewRow] = yield _Call(self.ledger.reviews, (row.thread_id, ("applied",)))
+            if applied:
+                last = max(applied, key=lambda r: r.decided_at or 0.0)
+                d = last.decision or {}
+                ended = f"ended ({row.outcome})" if row.status == "done" else f"failed: {row.error}"
+                raise AlreadyDecidedError(
+                    f"thread {row.thread_id!r} has no pending review: its last review {last.review_id!r} was already "
+                    f"decided ({d.get('kind')}{' by ' + d['actor'] if d.get('actor') else ''}) and the thread {ended}"
+                )
         if row.status == "done":
             raise NoPendingReviewError(f"thread {row.thread_id!r} has no pending review; it ended ({row.outcome})")
         if row.status == "failed":

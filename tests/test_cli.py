@@ -8,6 +8,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import fingerprint, hitl
+
+
+def hitl_actor() -> str:
+    import getpass
+    import os
+
+    return os.environ.get("HITL_ACTOR") or getpass.getuser()
 from tests.workflows import effects
 
 
@@ -79,7 +86,10 @@ def test_already_decided_and_finished(db: str, effects_file: Path) -> None:
     assert again.returncode == 1
     assert again.stderr.startswith(f"error: review '{review_id}' of thread '{thread_id}' was already decided (approve")
     finished = hitl(db, "approve", thread_id)
-    assert finished.stderr.strip() == f"error: thread '{thread_id}' has no pending review; it ended (completed)"
+    assert finished.stderr.strip() == (
+        f"error: thread '{thread_id}' has no pending review: its last review '{review_id}' was already decided "
+        f"(approve by {hitl_actor()}) and the thread ended (completed)"
+    )
 
 
 def test_app_option_loads_user_workflows(db: str, tmp_path: Path) -> None:

@@ -172,14 +172,19 @@ def test_finished_thread_says_so(runner: Runner, db: str) -> None:
     view = runner.start("pay")
     runner.resume(view.thread_id, Approve())
     before = fingerprint(db, view.thread_id)
-    with pytest.raises(NoPendingReviewError, match=f"thread '{view.thread_id}' has no pending review; it ended \\(completed\\)"):
+    with pytest.raises(AlreadyDecidedError, match=f"thread '{view.thread_id}' has no pending review: its last review "
+                       f"'{view.reviews[0].review_id}' was already decided \\(approve\\) and the thread ended \\(completed\\)"):
         runner.resume(view.thread_id, Reject())
     with pytest.raises(AlreadyDecidedError, match="already decided \\(approve\\)"):
         runner.resume(view.thread_id, Approve(), review_id=view.reviews[0].review_id)
-    with pytest.raises(NoPendingReviewError, match="has no pending review; it ended"):
+    with pytest.raises(AlreadyDecidedError, match="has no pending review: its last review"):
         runner.resume(view.thread_id, Approve(), review_id="zzz")
     assert fingerprint(db, view.thread_id) == before
     assert effects().count("pay:acme:120") == 1
+    undecided = runner.start("approval-noroute")
+    runner.cancel(undecided.thread_id)
+    with pytest.raises(NoPendingReviewError, match="has no pending review; it ended \\(cancelled\\)"):
+        runner.resume(undecided.thread_id, Approve())
 
 
 def test_start_refuses_a_used_thread_id_and_unknown_workflow(runner: Runner) -> None:
