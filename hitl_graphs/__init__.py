@@ -28,13 +28,19 @@ from hitl_graphs.errors import (
     InvalidDecisionError,
     NoPendingReviewError,
     PatchError,
+    PermissionDeniedError,
+    ReviewExpiredError,
     ReviewNotPendingError,
+    StaleReviewError,
     ThreadBusyError,
     ThreadError,
     ThreadExistsError,
     UnknownThreadError,
     UnknownWorkflowError,
 )
+from hitl_graphs.audit import AuditReport
+from hitl_graphs.effects import effect_key, run_once
+from hitl_graphs.feedback import Feedback
 from hitl_graphs.gate import request_review, review_node
 from hitl_graphs.patches import validate_patch
 from hitl_graphs.registry import Workflow, get_workflow, load_app, register, registered
@@ -47,11 +53,13 @@ __all__ = [
     "ALL_KINDS",
     "AlreadyDecidedError",
     "Approve",
+    "AuditReport",
     "ConfigError",
     "Decision",
     "DecisionError",
     "DecisionKind",
     "Escalate",
+    "Feedback",
     "HistoryEntry",
     "HitlError",
     "HitlSqliteSaver",
@@ -59,13 +67,16 @@ __all__ = [
     "Modify",
     "NoPendingReviewError",
     "PatchError",
+    "PermissionDeniedError",
     "Reject",
     "Respond",
+    "ReviewExpiredError",
     "ReviewNotPendingError",
     "ReviewRequest",
     "Runner",
     "ScriptedChatModel",
     "SqliteStore",
+    "StaleReviewError",
     "ThreadBusyError",
     "ThreadError",
     "ThreadExistsError",
@@ -74,6 +85,7 @@ __all__ = [
     "UnknownWorkflowError",
     "Workflow",
     "default_db_path",
+    "effect_key",
     "get_workflow",
     "load_app",
     "parse_decision",
@@ -81,6 +93,7 @@ __all__ = [
     "registered",
     "request_review",
     "review_node",
+    "run_once",
     "tool_call",
     "validate_patch",
 ]

@@ -54,6 +54,10 @@ _opts = _Opts()
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 ReviewOpt = Annotated[str | None, typer.Option("--review", help="Review id (or a unique prefix) when several are pending.")]
 ActorOpt = Annotated[str | None, typer.Option("--actor", help="Who decides (default: $HITL_ACTOR, else your login).")]
+RoleOpt = Annotated[
+    list[str] | None, typer.Option("--role", help="A role you hold (repeatable; default: $HITL_ROLES, comma-separated).")
+]
+SeenOpt = Annotated[str | None, typer.Option("--seen", help="The payload hash you reviewed; refused if the review changed since.")]
 VerifyOpt = Annotated[str | None, typer.Option("--verify", help="The verification phrase a verify-level review asks for.")]
 CommentOpt = Annotated[str | None, typer.Option("--comment", help="A note kept in the history.")]
 
@@ -110,6 +114,12 @@ def _json_arg(text: str, option: str) -> dict[str, Any]:
 
 def _actor(actor: str | None) -> str:
     return actor or os.environ.get("HITL_ACTOR") or getpass.getuser()
+
+
+def _roles(roles: list[str] | None) -> list[str]:
+    if roles:
+        return roles
+    return [r.strip() for r in os.environ.get("HITL_ROLES", "").split(",") if r.strip()]
 
 
 # -- output ---------------------------------------------------------------------------------
@@ -181,11 +191,14 @@ def pending(
     workflow: Annotated[str | None, typer.Option("--workflow", help="Only this workflow's reviews.")] = None,
     limit: Annotated[int, typer.Option("--limit", help="At most this many, oldest first.")] = 50,
     offset: Annotated[int, typer.Option("--offset", help="Skip this many (for paging).")] = 0,
+    role: Annotated[
+        list[str] | None, typer.Option("--role", help="Only what an actor with this role may decide (repeatable).")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """List reviews waiting for a decision, across all threads."""
     with _runner() as runner:
-        reviews = runner.pending(workflow=workflow, limit=limit, offset=offset)
+        reviews = runner.pending(workflow=workflow, roles=role, limit=limit, offset=offset)
     if as_json:
         _print_json([_review_json(r) for r in reviews])
         return
@@ -226,9 +239,9 @@ def _history_line(e: HistoryEntry) -> str:
     return f"{e.at.strftime('%Y-%m-%d %H:%M:%S')}  {e.event}{review}{who}{extra}"
 
 
-def _decide(thread: str, decision: Decision, review: str | None, as_json: bool) -> None:
+def _decide(thread: str, decision: Decision, review: str | None, as_json: bool, roles: list[str] | None = None) -> None:
     with _runner() as runner:
-        _emit_view(runner.resume(thread, decision, review_id=review), as_json)
+        _emit_view(runner.resume(thread, decision, review_id=review, roles=_roles(roles)), as_json)
 
 
 @app.command()
@@ -238,10 +251,12 @@ def approve(
     actor: ActorOpt = None,
     comment: CommentOpt = None,
     verify: VerifyOpt = None,
+    role: RoleOpt = None,
+    seen: SeenOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Approve the pending review; the thread runs to its next review or its end."""
-    _decide(thread, Approve(actor=_actor(actor), comment=comment, verification=verify), review, as_json)
+    _decide(thread, Approve(actor=_actor(actor), comment=comment, verification=verify, seen=seen), review, as_json, role)
 
 
 @app.command()
@@ -252,13 +267,15 @@ def modify(
     actor: ActorOpt = None,
     comment: CommentOpt = None,
     verify: VerifyOpt = None,
+    role: RoleOpt = None,
+    seen: SeenOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Approve with edits: the patch is checked against the review and the state's types first."""
     values = _json_arg(patch, "--patch")
     if not values:
         _fail("--patch is empty; name at least one field to change")
-    _decide(thread, Modify(patch=values, actor=_actor(actor), comment=comment, verification=verify), review, as_json)
+    _decide(thread, Modify(patch=values, actor=_actor(actor), comment=comment, verification=verify, seen=seen), review, as_json, role)
 
 
 @app.command()
@@ -268,10 +285,12 @@ def reject(
     review: ReviewOpt = None,
     actor: ActorOpt = None,
     comment: CommentOpt = None,
+    role: RoleOpt = None,
+    seen: SeenOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Reject the pending review; the workflow's rejection route runs, or the thread ends as rejected."""
-    _decide(thread, Reject(reason=reason, actor=_actor(actor), comment=comment), review, as_json)
+    _decide(thread, Reject(reason=reason, actor=_actor(actor), comment=comment, seen=seen), review, as_json, role)
 
 
 @app.command()
@@ -281,10 +300,12 @@ def respond(
     review: ReviewOpt = None,
     actor: ActorOpt = None,
     comment: CommentOpt = None,
+    role: RoleOpt = None,
+    seen: SeenOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Reply in free text (conversation turns, redirecting the agent) where the review allows it."""
-    _decide(thread, Respond(text=text, actor=_actor(actor), comment=comment), review, as_json)
+    _decide(thread, Respond(text=text, actor=_actor(actor), comment=comment, seen=seen), review, as_json, role)
 
 
 @app.command()
@@ -294,10 +315,12 @@ def escalate(
     review: ReviewOpt = None,
     actor: ActorOpt = None,
     comment: CommentOpt = None,
+    role: RoleOpt = None,
+    seen: SeenOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Hand the case one level up, where the review allows it."""
-    _decide(thread, Escalate(reason=reason, actor=_actor(actor), comment=comment), review, as_json)
+    _decide(thread, Escalate(reason=reason, actor=_actor(actor), comment=comment, seen=seen), review, as_json, role)
 
 
 @app.command()
@@ -324,6 +347,90 @@ def recover(as_json: JsonFlag = False) -> None:
         out.print("nothing to recover")
     for view in views:
         _print_view(view)
+
+
+@app.command()
+def sweep(
+    every: Annotated[float | None, typer.Option("--every", help="Keep sweeping, every this many seconds.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Apply the default decision of every review whose deadline has passed (safe in many processes)."""
+    import time
+
+    while True:
+        with _runner() as runner:
+            views = runner.sweep()
+        if as_json:
+            _print_json([_view_json(v) for v in views])
+        elif views or every is None:
+            out.print(f"{len(views)} expired review(s) resolved with their default decision")
+            for view in views:
+                _print_view(view)
+        if every is None:
+            return
+        time.sleep(every)
+
+
+audit_app = typer.Typer(help="The tamper-evident audit log.", no_args_is_help=True)
+app.add_typer(audit_app, name="audit")
+
+
+@audit_app.command("verify")
+def audit_verify(as_json: JsonFlag = False) -> None:
+    """Check the hash chain; exit 1 naming the first entry edited, deleted or reordered."""
+    with _runner() as runner:
+        report = runner.audit_verify()
+    if as_json:
+        _print_json({"ok": report.ok, "checked": report.checked, "head": report.head,
+                     "first_bad_seq": report.first_bad_seq, "problem": report.problem})
+    elif report.ok:
+        out.print(f"audit log intact: {report.checked} entries, head {report.head}")
+    if not report.ok:
+        _fail(f"audit log broken: {report.problem}")
+
+
+@audit_app.command("export")
+def audit_export(
+    output: Annotated[Path | None, typer.Option("--out", help="File to write (default: standard output).")] = None,
+    thread: Annotated[str | None, typer.Option("--thread", help="Only this thread's entries.")] = None,
+) -> None:
+    """Write the audit log as JSON Lines."""
+    with _runner() as runner:
+        if output is None:
+            runner.audit_export(sys.stdout, thread_id=thread)
+            return
+        with output.open("w") as f:
+            count = runner.audit_export(f, thread_id=thread)
+    typer.echo(f"{count} entries written to {output}", err=True)
+
+
+@app.command()
+def feedback(
+    thread: Annotated[str | None, typer.Argument(help="The finished thread to rate (omit with --list).")] = None,
+    score: Annotated[float | None, typer.Option("--score", min=0.0, max=1.0, help="0 (bad) to 1 (good).")] = None,
+    comment: CommentOpt = None,
+    actor: ActorOpt = None,
+    key: Annotated[str, typer.Option("--key", help="What is rated.")] = "helpfulness",
+    list_: Annotated[bool, typer.Option("--list", help="List ratings instead.")] = False,
+    workflow: Annotated[str | None, typer.Option("--workflow", help="With --list: only this workflow.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Rate a finished thread's output, or list ratings per workflow."""
+    with _runner() as runner:
+        if list_:
+            items = runner.feedback_list(workflow=workflow)
+            if as_json:
+                _print_json([fb.model_dump(mode="json") for fb in items])
+            for fb in [] if as_json else items:
+                out.print(f"{fb.at:%Y-%m-%d %H:%M}  {fb.workflow}  {fb.thread_id}  {fb.key}={fb.score:g}  {fb.comment or ''}")
+            return
+        if thread is None or score is None:
+            _fail("give a THREAD and --score (or --list)")
+        fb = runner.feedback(thread, score, comment=comment, actor=_actor(actor), key=key)
+    if as_json:
+        _print_json(fb.model_dump(mode="json"))
+    else:
+        out.print(f"recorded {fb.key}={fb.score:g} for thread {fb.thread_id}")
 
 
 @app.command()

@@ -10,7 +10,7 @@ where any unrecognised word confirmed the tool call).
 Example:
     >>> from hitl_graphs import Modify, parse_decision
     >>> parse_decision({"kind": "modify", "patch": {"plan": ["a", "b"]}, "actor": "ana"})
-    Modify(actor='ana', comment=None, kind='modify', patch={'plan': ['a', 'b']}, verification=None)
+    Modify(actor='ana', comment=None, seen=None, kind='modify', patch={'plan': ['a', 'b']}, verification=None)
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ class _DecisionBase(BaseModel):
     """Who decided. Recorded as given: it is not an identity check unless the caller verifies it."""
     comment: str | None = None
     """A free-text note for the history."""
+    seen: str | None = None
+    """`payload_hash` of the review as the person saw it: if the pending action changed since,
+    the decision is refused and the person must look again."""
 
 
 class Approve(_DecisionBase):
@@ -143,8 +146,8 @@ def parse_decision(value: Approve | Modify | Reject | Respond | Escalate | Mappi
 
 
 def decision_to_json(decision: Decision) -> dict[str, Any]:
-    """The decision as JSON-native data (what checkpoints and the ledger store)."""
-    data: dict[str, Any] = json.loads(decision.model_dump_json())
+    """The decision as JSON-native data, unset fields left out (what checkpoints and the ledger store)."""
+    data: dict[str, Any] = json.loads(decision.model_dump_json(exclude_none=True))
     return data
 
 

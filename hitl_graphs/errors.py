@@ -15,7 +15,10 @@ means nothing was written: the thread stays paused exactly as it was.
         ├── InvalidDecisionError   malformed, or a kind the review does not allow
         ├── PatchError             a `Modify` patch names a wrong field or a wrongly typed value
         ├── ReviewNotPendingError  the review id is unknown, or not pending
-        └── AlreadyDecidedError    someone else decided this review first
+        ├── ReviewExpiredError     the review's deadline passed; its default decision applies
+        ├── PermissionDeniedError  the actor lacks the review's role, or requested the action
+        ├── StaleReviewError       what the review shows changed since the person looked
+        └── AlreadyDecidedError    someone else (a person or the deadline sweep) decided first
 """
 
 from __future__ import annotations
@@ -71,3 +74,15 @@ class ReviewNotPendingError(DecisionError):
 
 class AlreadyDecidedError(DecisionError):
     """The review was decided first by someone else (another process, person or the sweep)."""
+
+
+class ReviewExpiredError(DecisionError):
+    """The review's deadline passed; the sweep applies its default decision."""
+
+
+class PermissionDeniedError(DecisionError):
+    """The actor lacks the role the review requires, or may not approve their own request."""
+
+
+class StaleReviewError(DecisionError):
+    """The pending action changed since the person saw it; they must look again."""

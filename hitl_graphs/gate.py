@@ -17,7 +17,16 @@ from typing import Any
 from langgraph.types import Command, interrupt
 from pydantic_core import to_jsonable_python
 
-from hitl_graphs.decisions import ALL_KINDS, Approve, Decision, DecisionKind, Modify, Reject, parse_decision
+from hitl_graphs.decisions import (
+    ALL_KINDS,
+    Approve,
+    Decision,
+    DecisionKind,
+    Modify,
+    Reject,
+    decision_to_json,
+    parse_decision,
+)
 from hitl_graphs.errors import InvalidDecisionError
 from hitl_graphs.reviews import PatchTarget, Position
 
@@ -41,6 +50,10 @@ def request_review(
     patch_target: PatchTarget = "state",
     patch_schema: dict[str, Any] | None = None,
     verify_phrase: str | None = None,
+    required_role: str | None = None,
+    separation_of_duties: bool = False,
+    timeout: float | None = None,
+    default: Decision | None = None,
 ) -> Decision:
     """Pause the graph until a person decides, and return their decision.
 
@@ -60,6 +73,11 @@ def request_review(
         patch_target: `state` (default) or `payload`: see `ReviewRequest.patch_target`.
         patch_schema: JSON Schema for a `payload` patch (e.g. a tool's argument schema).
         verify_phrase: Make this a `verify`-level review: approving requires typing the phrase.
+        required_role: Only an actor holding this role may decide.
+        separation_of_duties: The actor who started the thread may not decide.
+        timeout: Seconds after the pause when the review expires and `default` applies (run
+            `hitl sweep` periodically, or `Runner.sweep()`).
+        default: The decision at the deadline; a `Reject` unless given (fail closed).
 
     Example:
         >>> def send_node(state):
@@ -80,6 +98,10 @@ def request_review(
         "patch_target": patch_target,
         "patch_schema": patch_schema,
         "verify_phrase": verify_phrase,
+        "required_role": required_role,
+        "separation_of_duties": separation_of_duties,
+        "timeout": timeout,
+        "default_decision": decision_to_json(default) if default is not None else None,
     }
     answer = interrupt(spec)
     decision = parse_decision(answer)

@@ -7,7 +7,7 @@ of who decided what. The ledger keeps three tables:
   process runs it, that process (`owner`) and a lease, so a crash can be told from a long run.
 - `hitl_reviews`: one row per review: pending -> decided -> applied (or superseded / cancelled),
   the request shown and the decision taken. Listing pending reviews is an index range scan.
-- `hitl_events`: the append-only history of each thread.
+- `hitl_events`: the append-only, hash-chained history of every thread (see `audit`).
 
 Claiming a decision is one `BEGIN IMMEDIATE` transaction that moves a review from `pending` to
 `decided` only if it still is pending: across processes, exactly one claim wins.
@@ -29,11 +29,14 @@ from typing import Any
 
 from hitl_graphs.errors import (
     AlreadyDecidedError,
+    ReviewExpiredError,
     ReviewNotPendingError,
     ThreadBusyError,
     ThreadExistsError,
     UnknownThreadError,
 )
+from hitl_graphs import audit, effects, feedback
+from hitl_graphs.audit import Event
 from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStatus
 
 _SCHEMA = """
@@ -46,7 +49,8 @@ CREATE TABLE IF NOT EXISTS hitl_threads (
     owner       TEXT,
     lease_until REAL,
     created_at  REAL NOT NULL,
-    updated_at  REAL NOT NULL
+    updated_at  REAL NOT NULL,
+    started_by  TEXT
 );
 CREATE INDEX IF NOT EXISTS hitl_threads_status ON hitl_threads (status);
 CREATE TABLE IF NOT EXISTS hitl_reviews (
@@ -60,20 +64,13 @@ CREATE TABLE IF NOT EXISTS hitl_reviews (
     created_at    REAL NOT NULL,
     decided_at    REAL,
     applied_at    REAL,
+    deadline      REAL,
+    required_role TEXT,
     PRIMARY KEY (thread_id, review_id)
 );
+CREATE INDEX IF NOT EXISTS hitl_reviews_deadline ON hitl_reviews (status, deadline) WHERE deadline IS NOT NULL;
 CREATE INDEX IF NOT EXISTS hitl_reviews_pending ON hitl_reviews (status, created_at, review_id);
 CREATE INDEX IF NOT EXISTS hitl_reviews_workflow ON hitl_reviews (workflow, status, created_at, review_id);
-CREATE TABLE IF NOT EXISTS hitl_events (
-    seq       INTEGER PRIMARY KEY AUTOINCREMENT,
-    thread_id TEXT NOT NULL,
-    review_id TEXT,
-    event     TEXT NOT NULL,
-    actor     TEXT,
-    data      TEXT NOT NULL,
-    at        REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS hitl_events_thread ON hitl_events (thread_id, seq);
 """
 
 HOST = socket.gethostname()
@@ -114,6 +111,7 @@ class ThreadRow:
     lease_until: float | None
     created_at: float
     updated_at: float
+    started_by: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,24 +127,14 @@ class ReviewRow:
         return self.request.review_id
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    """An event to append in the same transaction as the change it records."""
-
-    event: str
-    review_id: str | None = None
-    actor: str | None = None
-    data: dict[str, Any] | None = None
-
-
 class Ledger:
     """SQL for the ledger tables. Every method is one transaction."""
 
     def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
         self.conn = conn
         self.lock = lock
-        with self._tx():
-            self.conn.executescript(_SCHEMA)
+        with self.lock:
+            self.conn.executescript(_SCHEMA + audit.SCHEMA + feedback.SCHEMA + effects.SCHEMA)
 
     @contextmanager
     def _tx(self, immediate: bool = False) -> Iterator[sqlite3.Connection]:
@@ -166,7 +154,9 @@ class Ledger:
 
     # -- threads ---------------------------------------------------------------------------
 
-    def create_thread(self, thread_id: str, workflow: str, *, owner: str, lease_until: float, data: dict[str, Any]) -> None:
+    def create_thread(
+        self, thread_id: str, workflow: str, *, owner: str, lease_until: float, data: dict[str, Any], actor: str | None = None
+    ) -> None:
         """Record a thread about to start; refuses an id already used."""
         now = time.time()
         with self._tx(immediate=True) as c:
@@ -176,17 +166,17 @@ class Ledger:
                     f"thread {thread_id!r} already exists (status {row[0]}); resume it or start with another id"
                 )
             c.execute(
-                "INSERT INTO hitl_threads VALUES (?, ?, 'running', NULL, NULL, ?, ?, ?, ?)",
-                (thread_id, workflow, owner, lease_until, now, now),
+                "INSERT INTO hitl_threads VALUES (?, ?, 'running', NULL, NULL, ?, ?, ?, ?, ?)",
+                (thread_id, workflow, owner, lease_until, now, now, actor),
             )
-            self._append(c, thread_id, [Event("started", data=data)], now)
+            audit.append(c, thread_id, [Event("started", actor=actor, data=data)], now)
 
     def adopt_thread(self, thread_id: str, workflow: str) -> None:
         """Record a thread that has checkpoints but no ledger row (started outside the runner)."""
         now = time.time()
         with self._tx(immediate=True) as c:
             c.execute(
-                "INSERT OR IGNORE INTO hitl_threads VALUES (?, ?, 'running', NULL, NULL, NULL, NULL, ?, ?)",
+                "INSERT OR IGNORE INTO hitl_threads VALUES (?, ?, 'running', NULL, NULL, NULL, NULL, ?, ?, NULL)",
                 (thread_id, workflow, now, now),
             )
 
@@ -218,8 +208,22 @@ class Ledger:
 
     # -- reviews ---------------------------------------------------------------------------
 
-    def claim(self, thread_id: str, review_id: str, decision: dict[str, Any], *, owner: str, lease_until: float) -> None:
+    def claim(
+        self,
+        thread_id: str,
+        review_id: str,
+        decision: dict[str, Any],
+        *,
+        owner: str,
+        lease_until: float,
+        by_deadline: bool = False,
+        record: dict[str, Any] | None = None,
+    ) -> None:
         """Record a decision if the review is still pending; exactly one caller wins.
+
+        A person's decision is refused once the review's deadline has passed, and the sweep's
+        (`by_deadline`) before it: so a person and the sweep racing at the deadline cannot both win.
+        `record` is extra audit data (e.g. the values a `Modify` replaced).
 
         Raises:
             AlreadyDecidedError: someone decided it first (names who and what).
@@ -229,16 +233,23 @@ class Ledger:
         now = time.time()
         with self._tx(immediate=True) as c:
             got = c.execute(
-                "SELECT status, decision FROM hitl_reviews WHERE thread_id = ? AND review_id = ?",
+                "SELECT status, decision, deadline FROM hitl_reviews WHERE thread_id = ? AND review_id = ?",
                 (thread_id, review_id),
             ).fetchone()
             if got is None:
                 raise ReviewNotPendingError(f"thread {thread_id!r} has no review {review_id!r}")
-            status, prior = got
+            status, prior, deadline = got
             if status in ("decided", "applied"):
                 raise AlreadyDecidedError(_already(thread_id, review_id, status, prior))
             if status != "pending":
                 raise ReviewNotPendingError(f"review {review_id!r} of thread {thread_id!r} is {status}, not pending")
+            if deadline is not None and not by_deadline and now >= deadline:
+                raise ReviewExpiredError(
+                    f"review {review_id!r} of thread {thread_id!r} expired at {_iso(deadline)}; its default decision "
+                    "applies at the next sweep (`hitl sweep`)"
+                )
+            if by_deadline and (deadline is None or now < deadline):
+                raise ReviewNotPendingError(f"review {review_id!r} of thread {thread_id!r} has not expired")
             self._thread_for_update(c, thread_id, owner, now)
             c.execute(
                 "UPDATE hitl_reviews SET status = 'decided', decision = ?, decided_at = ? "
@@ -249,7 +260,8 @@ class Ledger:
                 "UPDATE hitl_threads SET status = 'running', owner = ?, lease_until = ?, updated_at = ? WHERE thread_id = ?",
                 (owner, lease_until, now, thread_id),
             )
-            self._append(c, thread_id, [Event("decided", review_id, decision.get("actor"), decision)], now)
+            data = {**decision, **(record or {}), "by": "deadline" if by_deadline else "person"}
+            audit.append(c, thread_id, [Event("decided", review_id, decision.get("actor"), data)], now)
 
     def reviews(self, thread_id: str, statuses: Iterable[str] = ("pending",)) -> list[ReviewRow]:
         wanted = tuple(statuses)
@@ -261,21 +273,42 @@ class Ledger:
         )
         return [_review_row(r) for r in rows]
 
-    def pending(self, *, workflow: str | None = None, limit: int = 50, offset: int = 0) -> list[ReviewRequest]:
-        """Pending reviews, oldest first: an index range scan, whatever the number of threads."""
-        if workflow is None:
-            rows = self._read(
-                "SELECT request FROM hitl_reviews WHERE status = 'pending' "
-                "ORDER BY created_at, review_id LIMIT ? OFFSET ?",
-                (limit, offset),
-            )
-        else:
-            rows = self._read(
-                "SELECT request FROM hitl_reviews WHERE workflow = ? AND status = 'pending' "
-                "ORDER BY created_at, review_id LIMIT ? OFFSET ?",
-                (workflow, limit, offset),
-            )
+    def pending(
+        self, *, workflow: str | None = None, roles: Sequence[str] | None = None, limit: int = 50, offset: int = 0
+    ) -> list[ReviewRequest]:
+        """Pending reviews, oldest first: an index range scan, whatever the number of threads.
+
+        With `roles`, only reviews that need no role or one of `roles`.
+        """
+        where, args = ["status = 'pending'"], []
+        if workflow is not None:
+            where.append("workflow = ?")
+            args.append(workflow)
+        if roles is not None:
+            marks = ",".join("?" * len(roles))
+            where.append(f"(required_role IS NULL OR required_role IN ({marks}))" if roles else "required_role IS NULL")
+            args.extend(roles)
+        rows = self._read(
+            f"SELECT request FROM hitl_reviews WHERE {' AND '.join(where)} ORDER BY created_at, review_id LIMIT ? OFFSET ?",
+            (*args, limit, offset),
+        )
         return [ReviewRequest.model_validate_json(r[0]) for r in rows]
+
+    def due(self, now: float, *, limit: int = 500) -> list[ReviewRow]:
+        """Pending reviews whose deadline has passed (uses the partial deadline index)."""
+        rows = self._read(
+            "SELECT request, status, checkpoint_id, decision, decided_at FROM hitl_reviews "
+            "WHERE status = 'pending' AND deadline IS NOT NULL AND deadline <= ? ORDER BY deadline LIMIT ?",
+            (now, limit),
+        )
+        return [_review_row(r) for r in rows]
+
+    def review(self, thread_id: str, review_id: str) -> ReviewRow | None:
+        rows = self._read(
+            "SELECT request, status, checkpoint_id, decision, decided_at FROM hitl_reviews WHERE thread_id = ? AND review_id = ?",
+            (thread_id, review_id),
+        )
+        return _review_row(rows[0]) if rows else None
 
     # -- syncing from a checkpoint ---------------------------------------------------------
 
@@ -309,13 +342,18 @@ class Ledger:
                 if review.review_id in known:
                     continue
                 c.execute(
-                    "INSERT INTO hitl_reviews (thread_id, review_id, workflow, status, checkpoint_id, request, created_at) "
-                    "VALUES (?, ?, ?, 'pending', ?, ?, ?)",
+                    "INSERT INTO hitl_reviews (thread_id, review_id, workflow, status, checkpoint_id, request, created_at, "
+                    "deadline, required_role) VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?)",
                     (thread_id, review.review_id, review.workflow, checkpoint_id, review.model_dump_json(),
-                     review.created_at.timestamp()),
+                     review.created_at.timestamp(), review.deadline.timestamp() if review.deadline else None,
+                     review.required_role),
                 )
-                log.append(Event("review_requested", review.review_id,
-                                 data={"node": review.node, "kind": review.kind, "position": review.position}))
+                log.append(Event("review_requested", review.review_id, data={
+                    "node": review.node, "kind": review.kind, "position": review.position, "title": review.title,
+                    "payload": review.payload, "payload_hash": review.payload_hash,
+                    "required_role": review.required_role,
+                    "deadline": review.deadline.isoformat() if review.deadline else None,
+                }))
             for review_id, old in known.items():
                 if review_id in waiting:
                     continue
@@ -331,7 +369,7 @@ class Ledger:
                         "UPDATE hitl_reviews SET status = ? WHERE thread_id = ? AND review_id = ?",
                         (new, thread_id, review_id),
                     )
-                    log.append(Event(new, review_id))
+                    log.append(Event(f"review_{new}", review_id))
             prev = c.execute("SELECT status, outcome FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone()
             c.execute(
                 "UPDATE hitl_threads SET status = ?, outcome = ?, error = ?, owner = NULL, lease_until = NULL, "
@@ -341,7 +379,7 @@ class Ledger:
             if prev is not None and (prev[0], prev[1]) != (status, outcome) and status in ("done", "failed"):
                 log.append(Event("failed" if status == "failed" else (outcome or "completed"),
                                  data={"error": error} if error else None))
-            self._append(c, thread_id, log, now)
+            audit.append(c, thread_id, log, now)
 
     def release(self, thread_id: str, *, status: ThreadStatus, error: str | None = None) -> None:
         """Give a thread back without touching its reviews (used when a run fails to start)."""
@@ -361,8 +399,8 @@ class Ledger:
         return [ThreadRow(*r) for r in self._read("SELECT * FROM hitl_threads WHERE status = ?", (status,))]
 
     def add_events(self, thread_id: str, events: Sequence[Event]) -> None:
-        with self._tx() as c:
-            self._append(c, thread_id, events, time.time())
+        with self._tx(immediate=True) as c:
+            audit.append(c, thread_id, events, time.time())
 
     def history(self, thread_id: str) -> list[HistoryEntry]:
         rows = self._read(
@@ -374,13 +412,6 @@ class Ledger:
                          at=datetime.fromtimestamp(at, UTC))
             for seq, t, r, e, a, d, at in rows
         ]
-
-    @staticmethod
-    def _append(c: sqlite3.Connection, thread_id: str, events: Iterable[Event], now: float) -> None:
-        c.executemany(
-            "INSERT INTO hitl_events (thread_id, review_id, event, actor, data, at) VALUES (?, ?, ?, ?, ?, ?)",
-            [(thread_id, e.review_id, e.event, e.actor, json.dumps(e.data or {}), now) for e in events],
-        )
 
 
 def _review_row(row: tuple[Any, ...]) -> ReviewRow:
@@ -401,3 +432,7 @@ def _already(thread_id: str, review_id: str, status: str, prior: str | None) -> 
         f"review {review_id!r} of thread {thread_id!r} was already decided ({d.get('kind', '?')}{who}); "
         f"it is {status} and cannot be decided again"
     )
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")

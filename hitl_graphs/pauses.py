@@ -17,9 +17,10 @@ whose tasks all finished but whose checkpoint was never written taken for a fini
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from langgraph.types import StateSnapshot
@@ -85,6 +86,7 @@ def read_pause(
         return Pause((), checkpoint_id, done=False, values=snapshot.values, stalled_at=tuple(snapshot.next))
     node = ", ".join(nodes)
     review_id = hashlib.sha256(f"{thread_id}|{checkpoint_id}|{position}|{node}".encode()).hexdigest()[:32]
+    payload = {"state": to_json(snapshot.values), "next": list(snapshot.next)}
     review = ReviewRequest(
         review_id=review_id,
         thread_id=thread_id,
@@ -93,11 +95,12 @@ def read_pause(
         position=position,
         kind="breakpoint",
         title=f"Paused {position} {node}",
-        payload={"state": to_json(snapshot.values), "next": list(snapshot.next)},
+        payload=payload,
         allowed=ALL_KINDS,
         editable=tuple(editable),
         source="breakpoint",
         created_at=created,
+        payload_hash=payload_hash(payload),
     )
     return Pause((review,), checkpoint_id, done=False, values=snapshot.values)
 
@@ -126,6 +129,7 @@ def _interrupt_review(
             editable=tuple(editable),
             source="interrupt",
             created_at=created,
+            payload_hash=payload_hash(to_json(value)),
         )
     return ReviewRequest(
         review_id=review_id,
@@ -144,7 +148,23 @@ def _interrupt_review(
         patch_target=spec.get("patch_target", "state"),
         patch_schema=spec.get("patch_schema"),
         verify_phrase=spec.get("verify_phrase"),
+        required_role=spec.get("required_role"),
+        separation_of_duties=spec.get("separation_of_duties", False),
+        deadline=created + timedelta(seconds=spec["timeout"]) if spec.get("timeout") is not None else None,
+        default_decision=_default(spec),
+        payload_hash=payload_hash(spec["payload"]),
     )
+
+
+def _default(spec: dict[str, Any]) -> dict[str, Any] | None:
+    if spec.get("timeout") is None:
+        return None
+    return spec.get("default_decision") or {"kind": "reject", "reason": "no decision before the deadline"}
+
+
+def payload_hash(payload: Any) -> str:
+    """SHA-256 of a payload's canonical JSON: what binds a decision to what was shown."""
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
 def _created(snapshot: StateSnapshot) -> datetime:

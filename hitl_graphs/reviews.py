@@ -45,6 +45,11 @@ class ReviewRequest(BaseModel):
             it is checked against `patch_schema` and handed to the node, not written to state).
         patch_schema: JSON Schema a `payload` patch must satisfy.
         verify_phrase: For `verify`-level reviews: the phrase the person must type to approve.
+        required_role: Only an actor with this role may decide (`resume(..., roles=...)`).
+        separation_of_duties: The actor who started the thread may not decide this review.
+        deadline: When the review expires; the sweep then applies `default_decision`.
+        default_decision: The decision applied at the deadline (a reject unless said otherwise).
+        payload_hash: SHA-256 of the payload as shown; a decision carrying `seen` must match it.
 
     Example:
         >>> r = ReviewRequest(review_id="r1", thread_id="t1", workflow="w", node="send",
@@ -73,6 +78,11 @@ class ReviewRequest(BaseModel):
     patch_target: PatchTarget = "state"
     patch_schema: dict[str, Any] | None = None
     verify_phrase: str | None = None
+    required_role: str | None = None
+    separation_of_duties: bool = False
+    deadline: datetime | None = None
+    default_decision: dict[str, Any] | None = None
+    payload_hash: str = ""
 
 
 class ThreadView(BaseModel):

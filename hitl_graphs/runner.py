@@ -20,10 +20,10 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TypeVar, assert_never
+from typing import Any, TextIO, TypeVar, assert_never
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import END
@@ -31,9 +31,17 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Durability, StateSnapshot
 
 from hitl_graphs.decisions import Approve, Decision, Modify, Reject, decision_to_json, parse_decision
+from hitl_graphs import audit
+from hitl_graphs import feedback as feedback_mod
+from hitl_graphs.audit import AuditReport
+from hitl_graphs.effects import CONFIG_KEY as EFFECTS_KEY
+from hitl_graphs.effects import EffectLog
 from hitl_graphs.errors import (
     AlreadyDecidedError,
+    DecisionError,
     InvalidDecisionError,
+    PermissionDeniedError,
+    StaleReviewError,
     NoPendingReviewError,
     ReviewNotPendingError,
     ThreadBusyError,
@@ -41,6 +49,7 @@ from hitl_graphs.errors import (
     UnknownThreadError,
     UnknownWorkflowError,
 )
+from hitl_graphs.feedback import Feedback, FeedbackClient
 from hitl_graphs.gate import to_json
 from hitl_graphs.ledger import Event, Ledger, ReviewRow, ThreadRow, owner_alive, this_owner
 from hitl_graphs.patches import state_fields, validate_patch, validate_payload_patch
@@ -87,7 +96,12 @@ class _Call:
     kwargs: Mapping[str, Any] | None = None
 
 
-_Effect = _Invoke | _GetState | _UpdateState | _Call
+@dataclass(frozen=True, slots=True)
+class _Sleep:
+    seconds: float
+
+
+_Effect = _Invoke | _GetState | _UpdateState | _Call | _Sleep
 Flow = Generator[_Effect, Any, T]
 
 
@@ -101,6 +115,8 @@ def _run_sync(effect: _Effect) -> Any:
             return graph.update_state(config, values, as_node=as_node)
         case _Call(fn, args, kwargs):
             return fn(*args, **(kwargs or {}))
+        case _Sleep(seconds):
+            time.sleep(seconds)
 
 
 async def _run_async(effect: _Effect) -> Any:
@@ -113,6 +129,8 @@ async def _run_async(effect: _Effect) -> Any:
             return await graph.aupdate_state(config, values, as_node=as_node)
         case _Call(fn, args, kwargs):
             return await asyncio.to_thread(fn, *args, **(kwargs or {}))
+        case _Sleep(seconds):
+            await asyncio.sleep(seconds)
 
 
 def _drive(flow: Flow[T]) -> T:
@@ -179,6 +197,7 @@ class Runner:
     ) -> None:
         self.store = store
         self.ledger = Ledger(store.conn, store.lock)
+        self.effects = EffectLog(store.conn, store.lock)
         self._workflows = {w.name: w for w in workflows} if workflows is not None else None
         self._graphs: dict[str, Graph] = {}
         self.lease = lease
@@ -213,18 +232,27 @@ class Runner:
 
     # -- public API: sync ------------------------------------------------------------------
 
-    def start(self, workflow: str, input: Mapping[str, Any] | None = None, *, thread_id: str | None = None) -> ThreadView:
+    def start(
+        self, workflow: str, input: Mapping[str, Any] | None = None, *, thread_id: str | None = None, actor: str | None = None
+    ) -> ThreadView:
         """Start a thread and run it to its first review or its end.
+
+        `actor` is who asked for the run (reviews with separation of duties refuse their decision).
 
         Raises:
             UnknownWorkflowError: no such workflow.
             ThreadExistsError: `thread_id` is already used.
         """
-        return _drive(self._start(workflow, input, thread_id))
+        return _drive(self._start(workflow, input, thread_id, actor))
 
-    def pending(self, *, workflow: str | None = None, limit: int = 50, offset: int = 0) -> list[ReviewRequest]:
-        """Pending reviews across all threads, oldest first (reads the ledger's index)."""
-        return _drive(self._pending(workflow, limit, offset))
+    def pending(
+        self, *, workflow: str | None = None, roles: Sequence[str] | None = None, limit: int = 50, offset: int = 0
+    ) -> list[ReviewRequest]:
+        """Pending reviews across all threads, oldest first (reads the ledger's index).
+
+        With `roles`, only what an actor holding those roles may decide.
+        """
+        return _drive(self._pending(workflow, roles, limit, offset))
 
     def show(self, thread_id: str) -> ThreadView:
         """A thread's status, pending reviews and current state.
@@ -234,19 +262,31 @@ class Runner:
         """
         return _drive(self._show(thread_id))
 
-    def resume(self, thread_id: str, decision: Decision | Mapping[str, Any] | str, *, review_id: str | None = None) -> ThreadView:
+    def resume(
+        self,
+        thread_id: str,
+        decision: Decision | Mapping[str, Any] | str,
+        *,
+        review_id: str | None = None,
+        roles: Sequence[str] = (),
+    ) -> ThreadView:
         """Answer a pending review and run the thread to its next review or its end.
 
         Args:
             thread_id: The paused thread.
-            decision: `Approve`, `Modify` or `Reject` (or its dict / JSON form).
-            review_id: Which review, when several are pending (a unique prefix is enough).
+            decision: `Approve`, `Modify`, `Reject`, ... (or its dict / JSON form); its `actor`
+                is who decides.
+            review_id: Which review, when several are pending (its id, a unique prefix, or its key).
+            roles: The roles the actor holds (checked against the review's `required_role`). As
+                given: verify the caller's identity before passing them.
 
         Raises:
             UnknownThreadError, NoPendingReviewError, ReviewNotPendingError, InvalidDecisionError,
-            PatchError, AlreadyDecidedError, ThreadBusyError: each before anything is written.
+            PatchError, PermissionDeniedError, StaleReviewError, ReviewExpiredError,
+            AlreadyDecidedError, ThreadBusyError: each before the thread changes (a refused
+            decision is recorded in the audit log).
         """
-        return _drive(self._resume(thread_id, decision, review_id))
+        return _drive(self._resume(thread_id, decision, review_id, tuple(roles)))
 
     def cancel(self, thread_id: str, *, actor: str | None = None, reason: str | None = None) -> ThreadView:
         """End a thread without running anything more; its pending reviews become cancelled."""
@@ -260,23 +300,87 @@ class Runner:
         """Finish what crashed processes left: apply recorded decisions, continue stalled runs."""
         return _drive(self._recover())
 
+    def sweep(self) -> list[ThreadView]:
+        """Resolve every review whose deadline has passed with its default decision.
+
+        Safe to run from any number of processes at once (each review is claimed once); run it
+        periodically: `hitl sweep --every 30`, cron, or a systemd timer. A review a person
+        decided first is left alone; the audit log says who won (`by`: `person` or `deadline`).
+        """
+        return _drive(self._sweep())
+
+    def wait_for_decision(self, thread_id: str, *, review_id: str | None = None, timeout: float, poll: float = 0.2) -> ThreadView:
+        """Wait until someone (any process) decides the pending review; after `timeout` seconds
+        apply its default decision (a reject unless the review set one) and return the thread."""
+        return _drive(self._wait(thread_id, review_id, timeout, poll))
+
+    def feedback(
+        self, thread_id: str, score: float, *, comment: str | None = None, actor: str | None = None, key: str = "helpfulness"
+    ) -> Feedback:
+        """Rate a finished thread's output (0 to 1); stored locally, listed by `feedback_list`."""
+        row = self.ledger.thread(thread_id)
+        if row is None:
+            raise UnknownThreadError(f"thread {thread_id!r} does not exist")
+        if row.status != "done":
+            raise NoPendingReviewError(f"thread {thread_id!r} has not finished (status {row.status}); rate it once it has")
+        fb = Feedback(thread_id=thread_id, workflow=row.workflow, score=score, comment=comment, actor=actor, key=key,
+                      at=feedback_mod.now())
+        feedback_mod.record(self.store.conn, self.store.lock, fb)
+        self.ledger.add_events(thread_id, [Event("feedback", actor=actor, data={"key": key, "score": score, "comment": comment})])
+        return fb
+
+    def feedback_list(self, *, workflow: str | None = None) -> list[Feedback]:
+        """Ratings, oldest first, optionally of one workflow."""
+        return [fb for _, fb in feedback_mod.listing(self.store.conn, self.store.lock, workflow=workflow)]
+
+    def export_feedback(self, client: FeedbackClient, *, run_id_for: Callable[[Feedback], Any]) -> int:
+        """Send ratings not yet exported to `client` (e.g. `langsmith.Client()`); opt-in only."""
+        return feedback_mod.export_feedback(self.store.conn, self.store.lock, client, run_id_for=run_id_for)
+
+    def audit_verify(self) -> AuditReport:
+        """Check the audit log's hash chain; names the first edited, deleted or reordered entry."""
+        return audit.verify(self.store.conn, self.store.lock)
+
+    def audit_export(self, out: TextIO, *, thread_id: str | None = None) -> int:
+        """Write the audit log (or one thread's part) as JSON Lines; returns the entry count."""
+        return audit.export(self.store.conn, self.store.lock, out, thread_id=thread_id)
+
     # -- public API: async -----------------------------------------------------------------
 
-    async def astart(self, workflow: str, input: Mapping[str, Any] | None = None, *, thread_id: str | None = None) -> ThreadView:
+    async def astart(
+        self, workflow: str, input: Mapping[str, Any] | None = None, *, thread_id: str | None = None, actor: str | None = None
+    ) -> ThreadView:
         """Async `start`."""
-        return await _adrive(self._start(workflow, input, thread_id))
+        return await _adrive(self._start(workflow, input, thread_id, actor))
 
-    async def apending(self, *, workflow: str | None = None, limit: int = 50, offset: int = 0) -> list[ReviewRequest]:
+    async def apending(
+        self, *, workflow: str | None = None, roles: Sequence[str] | None = None, limit: int = 50, offset: int = 0
+    ) -> list[ReviewRequest]:
         """Async `pending`."""
-        return await _adrive(self._pending(workflow, limit, offset))
+        return await _adrive(self._pending(workflow, roles, limit, offset))
 
     async def ashow(self, thread_id: str) -> ThreadView:
         """Async `show`."""
         return await _adrive(self._show(thread_id))
 
-    async def aresume(self, thread_id: str, decision: Decision | Mapping[str, Any] | str, *, review_id: str | None = None) -> ThreadView:
+    async def aresume(
+        self,
+        thread_id: str,
+        decision: Decision | Mapping[str, Any] | str,
+        *,
+        review_id: str | None = None,
+        roles: Sequence[str] = (),
+    ) -> ThreadView:
         """Async `resume`."""
-        return await _adrive(self._resume(thread_id, decision, review_id))
+        return await _adrive(self._resume(thread_id, decision, review_id, tuple(roles)))
+
+    async def asweep(self) -> list[ThreadView]:
+        """Async `sweep`."""
+        return await _adrive(self._sweep())
+
+    async def await_decision(self, thread_id: str, *, review_id: str | None = None, timeout: float, poll: float = 0.2) -> ThreadView:
+        """Async `wait_for_decision`: the seed's `asyncio.wait_for(user_input(), timeout)`, durable."""
+        return await _adrive(self._wait(thread_id, review_id, timeout, poll))
 
     async def acancel(self, thread_id: str, *, actor: str | None = None, reason: str | None = None) -> ThreadView:
         """Async `cancel`."""
@@ -317,7 +421,7 @@ class Runner:
 
     # -- flows -----------------------------------------------------------------------------
 
-    def _start(self, name: str, input: Mapping[str, Any] | None, thread_id: str | None) -> Flow[ThreadView]:
+    def _start(self, name: str, input: Mapping[str, Any] | None, thread_id: str | None, actor: str | None) -> Flow[ThreadView]:
         wf = self.workflow(name)
         graph = self.graph(name)
         thread_id = thread_id or uuid.uuid4().hex
@@ -327,12 +431,15 @@ class Runner:
             raise ThreadExistsError(f"thread {thread_id!r} already has checkpoints; resume it or start with another id")
         data = dict(input if input is not None else (wf.example_input or {}))
         yield _Call(self.ledger.create_thread, (thread_id, name),
-                    {"owner": this_owner(), "lease_until": time.time() + self.lease, "data": {"input": to_json(data)}})
+                    {"owner": this_owner(), "lease_until": time.time() + self.lease, "data": {"input": to_json(data)},
+                     "actor": actor})
         return (yield from self._run(wf, graph, thread_id, data, outcome_if_done="completed"))
 
-    def _pending(self, workflow: str | None, limit: int, offset: int) -> Flow[list[ReviewRequest]]:
+    def _pending(self, workflow: str | None, roles: Sequence[str] | None, limit: int, offset: int) -> Flow[list[ReviewRequest]]:
         yield from self._reconcile_stale()
-        reviews: list[ReviewRequest] = yield _Call(self.ledger.pending, (), {"workflow": workflow, "limit": limit, "offset": offset})
+        reviews: list[ReviewRequest] = yield _Call(
+            self.ledger.pending, (), {"workflow": workflow, "roles": roles, "limit": limit, "offset": offset}
+        )
         return reviews
 
     def _show(self, thread_id: str) -> Flow[ThreadView]:
@@ -344,18 +451,32 @@ class Runner:
         entries: list[HistoryEntry] = yield _Call(self.ledger.history, (thread_id,))
         return entries
 
-    def _resume(self, thread_id: str, raw: Decision | Mapping[str, Any] | str, review_id: str | None) -> Flow[ThreadView]:
+    def _resume(
+        self, thread_id: str, raw: Decision | Mapping[str, Any] | str, review_id: str | None, roles: tuple[str, ...]
+    ) -> Flow[ThreadView]:
         decision = parse_decision(raw)
         row = yield from self._thread(thread_id)
+        try:
+            return (yield from self._decide(row, decision, review_id, roles))
+        except (DecisionError, NoPendingReviewError, ThreadBusyError) as exc:
+            refused = Event("refused", review_id, decision.actor, {"kind": decision.kind, "error": str(exc)})
+            yield _Call(self.ledger.add_events, (thread_id, [refused]))
+            raise
+
+    def _decide(
+        self, row: ThreadRow, decision: Decision, review_id: str | None, roles: tuple[str, ...]
+    ) -> Flow[ThreadView]:
+        thread_id = row.thread_id
         wf = self.workflow(row.workflow)
         graph = self.graph(row.workflow)
         pending: list[ReviewRow] = yield _Call(self.ledger.reviews, (thread_id, ("pending",)))
         if not pending:
             yield from self._explain_nothing_pending(row, review_id)
         review = yield from self._pick(row, pending, review_id)
-        clean = _check(decision, review.request, graph)
+        clean = _check(decision, review.request, graph, roles=roles, started_by=row.started_by)
         pause = yield from self._read(wf, graph, thread_id)
-        if review.review_id not in {r.review_id for r in pause.reviews}:
+        current = {r.review_id: r for r in pause.reviews}.get(review.review_id)
+        if current is None:
             # decided by a racing process since we read the ledger, or answered outside the runner
             yield from self._refuse_decided(row, review.review_id)
             now_row: ThreadRow | None = yield _Call(self.ledger.thread, (thread_id,))
@@ -365,9 +486,60 @@ class Runner:
                 f"review {review.review_id!r} is no longer pending on thread {thread_id!r}: the thread moved on "
                 "outside this runner; `hitl show` has its current reviews"
             )
+        if current.payload_hash != review.request.payload_hash:
+            raise StaleReviewError(
+                f"what review {review.review_id!r} shows has changed since it was listed; look again (`hitl show {thread_id}`)"
+            )
         yield _Call(self.ledger.claim, (thread_id, review.review_id, decision_to_json(clean)),
-                    {"owner": this_owner(), "lease_until": time.time() + self.lease})
+                    {"owner": this_owner(), "lease_until": time.time() + self.lease,
+                     "record": _replaced(clean, review.request, pause.values)})
         return (yield from self._apply(wf, graph, thread_id, review, clean))
+
+    def _sweep(self) -> Flow[list[ThreadView]]:
+        due: list[ReviewRow] = yield _Call(self.ledger.due, (time.time(),))
+        views: list[ThreadView] = []
+        for review in due:
+            view = yield from self._default(review, "hitl:deadline", by_deadline=True)
+            if view is not None:
+                views.append(view)
+        return views
+
+    def _default(self, review: ReviewRow, actor: str, *, by_deadline: bool) -> Flow[ThreadView | None]:
+        """Claim and apply a review's default decision; None if a person (or another sweeper) won."""
+        request = review.request
+        if not self._knows(request.workflow):
+            return None
+        default = request.default_decision or {"kind": "reject", "reason": "no decision in time"}
+        decision = parse_decision({**default, "actor": actor})
+        try:
+            yield _Call(self.ledger.claim, (request.thread_id, review.review_id, decision_to_json(decision)),
+                        {"owner": this_owner(), "lease_until": time.time() + self.lease, "by_deadline": by_deadline})
+        except (AlreadyDecidedError, ReviewNotPendingError, ThreadBusyError):
+            return None
+        wf, graph = self.workflow(request.workflow), self.graph(request.workflow)
+        try:
+            return (yield from self._apply(wf, graph, request.thread_id, review, decision))
+        except Exception:  # the thread is marked failed; one bad graph must not stop the sweep
+            return None
+
+    def _wait(self, thread_id: str, review_id: str | None, timeout: float, poll: float) -> Flow[ThreadView]:
+        row = yield from self._thread(thread_id)
+        pending: list[ReviewRow] = yield _Call(self.ledger.reviews, (thread_id, ("pending",)))
+        if not pending:
+            yield from self._explain_nothing_pending(row, review_id)
+        review = yield from self._pick(row, pending, review_id)
+        end = time.monotonic() + timeout
+        while True:
+            now: ReviewRow | None = yield _Call(self.ledger.review, (thread_id, review.review_id))
+            row = yield from self._thread(thread_id)
+            if now is not None and now.status != "pending" and row.status != "running":
+                return (yield from self._view(row))
+            if now is not None and now.status == "pending" and time.monotonic() >= end:
+                expired = review.request.deadline is not None and review.request.deadline.timestamp() <= time.time()
+                view = yield from self._default(now, "hitl:timeout", by_deadline=expired)
+                if view is not None:
+                    return view
+            yield _Sleep(poll)
 
     def _cancel(self, thread_id: str, actor: str | None, reason: str | None) -> Flow[ThreadView]:
         row = yield from self._thread(thread_id)
@@ -375,8 +547,10 @@ class Runner:
         if row.status == "done":
             raise NoPendingReviewError(f"thread {thread_id!r} already ended ({row.outcome}); nothing to cancel")
         yield _Call(self.ledger.take_thread, (thread_id,), {"owner": this_owner(), "lease_until": time.time() + self.lease})
+        waiting: list[ReviewRow] = yield _Call(self.ledger.reviews, (thread_id, ("pending",)))
         yield _UpdateState(graph, _config(thread_id), None, END)
-        yield _Call(self.ledger.add_events, (thread_id, [Event("cancel_requested", actor=actor, data={"reason": reason})]))
+        where = [{"review_id": r.review_id, "node": r.request.node, "position": r.request.position} for r in waiting]
+        yield _Call(self.ledger.add_events, (thread_id, [Event("cancel_requested", actor=actor, data={"reason": reason, "at": where})]))
         return (yield from self._settle(self.workflow(row.workflow), graph, thread_id, outcome_if_done="cancelled"))
 
     def _recover(self) -> Flow[list[ThreadView]]:
@@ -529,7 +703,7 @@ class Runner:
     def _run(self, wf: Workflow, graph: Graph, thread_id: str, input: Any, *, outcome_if_done: Outcome) -> Flow[ThreadView]:
         """Invoke the graph, then make the ledger agree with where it stopped."""
         try:
-            yield _Invoke(graph, input, _config(thread_id), self.durability)
+            yield _Invoke(graph, input, _config(thread_id, self.effects), self.durability)
         except Exception as exc:
             yield from self._settle(wf, graph, thread_id, outcome_if_done=outcome_if_done, error=exc)
             raise
@@ -624,12 +798,24 @@ class Runner:
                 yield from self._reconcile(row)
 
 
+def _replaced(decision: Decision, request: ReviewRequest, values: Any) -> dict[str, Any] | None:
+    """For the audit log: the values a `Modify` replaces, next to the new ones in its patch."""
+    if not isinstance(decision, Modify):
+        return None
+    source = request.payload if request.patch_target == "payload" else values
+    source = source if isinstance(source, dict) else {}
+    return {"original": {k: to_json(source.get(k)) for k in decision.patch}}
+
+
 def _outcome(review: ReviewRow) -> Outcome:
     return "rejected" if review.decision and review.decision.get("kind") == "reject" else "completed"
 
 
-def _config(thread_id: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id}}
+def _config(thread_id: str, effects: EffectLog | None = None) -> RunnableConfig:
+    configurable: dict[str, Any] = {"thread_id": thread_id}
+    if effects is not None:
+        configurable[EFFECTS_KEY] = effects
+    return {"configurable": configurable}
 
 
 def _names(nodes: Any) -> tuple[str, ...]:
@@ -643,8 +829,28 @@ def _schema_fields(graph: Graph) -> list[str]:
     return list(state_fields(schema)) if schema is not None else []
 
 
-def _check(decision: Decision, request: ReviewRequest, graph: Graph) -> Decision:
+def _check(
+    decision: Decision, request: ReviewRequest, graph: Graph, *, roles: Sequence[str] = (), started_by: str | None = None
+) -> Decision:
     """Refuse a decision the review does not allow; return it with its patch validated."""
+    if request.required_role is not None and request.required_role not in roles:
+        who = f"actor {decision.actor!r}" if decision.actor else "the actor"
+        raise PermissionDeniedError(
+            f"review {request.review_id!r} requires role {request.required_role!r}; {who} has roles: {', '.join(roles) or 'none'}"
+        )
+    if request.separation_of_duties:
+        if decision.actor is None:
+            raise PermissionDeniedError(f"review {request.review_id!r} needs a named actor (separation of duties)")
+        if decision.actor == started_by:
+            raise PermissionDeniedError(
+                f"actor {decision.actor!r} started thread {request.thread_id!r} and may not decide its review "
+                f"{request.review_id!r} (separation of duties)"
+            )
+    if decision.seen is not None and decision.seen != request.payload_hash:
+        raise StaleReviewError(
+            f"review {request.review_id!r} changed since you saw it (payload hash {decision.seen[:12]} is now "
+            f"{request.payload_hash[:12]}); look again (`hitl show {request.thread_id}`)"
+        )
     if decision.kind not in request.allowed:
         raise InvalidDecisionError(
             f"review {request.review_id!r} does not allow {decision.kind!r}; allowed: {', '.join(request.allowed)}"

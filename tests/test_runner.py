@@ -54,7 +54,7 @@ CASES = [
     Case("breakpoint-reject-no-route", "approval-noroute", Reject(reason="no"), "done", "rejected", [],
          {"approved": None}),
     Case("raw-interrupt-approve", "raw", Approve(actor="bo"), "done", "completed", [],
-         {"answer": {"kind": "approve", "actor": "bo", "comment": None, "verification": None}}),
+         {"answer": {"kind": "approve", "actor": "bo"}}),
 ]
 
 
@@ -206,7 +206,10 @@ def test_cancel_ends_the_thread_and_its_reviews(runner: Runner) -> None:
     with pytest.raises(NoPendingReviewError, match="it ended \\(cancelled\\)"):
         runner.resume(view.thread_id, Approve())
     events = [(e.event, e.actor) for e in runner.history(view.thread_id)]
-    assert ("cancel_requested", "ops") in events and events[-1] == ("cancelled", None)
+    assert events[-6:] == [("cancel_requested", "ops"), ("review_cancelled", None), ("review_cancelled", None),
+                           ("cancelled", None), ("refused", None), ("refused", None)]
+    where = next(e for e in runner.history(view.thread_id) if e.event == "cancel_requested").data
+    assert where["reason"] == "duplicate" and {w["node"] for w in where["at"]} == {"left", "right"}
 
 
 def test_history_records_who_decided_what(runner: Runner) -> None:

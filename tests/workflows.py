@@ -201,7 +201,75 @@ def delete_graph() -> StateGraph[DeleteState]:
     return g
 
 
+# -- governance: deadlines, roles, a loop for stale reviews, an effect run once ------------------
+
+
+class GovState(TypedDict, total=False):
+    amount: int
+    n: int
+    receipt: Any
+    outcome: str
+
+
+def _timed(default: Any) -> Any:
+    def node(state: GovState) -> GovState:
+        decision = request_review("gate", {"amount": state.get("amount", 1)}, title="Pay before the deadline?",
+                                  timeout=float(os.environ.get("HITL_TEST_TIMEOUT", "0.5")), default=default)
+        if isinstance(decision, Reject):
+            return {"outcome": "rejected"}
+        effect(f"timed:{decision.kind}")
+        return {"outcome": decision.kind}
+
+    return node
+
+
+def _finance(state: GovState) -> GovState:
+    decision = request_review("gate", {"amount": state["amount"]}, title="Pay out?", required_role="finance",
+                              separation_of_duties=True, editable=("amount",))
+    if isinstance(decision, Reject):
+        return {"outcome": "rejected"}
+    effect(f"finance:{state['amount']}")
+    return {"outcome": "paid"}
+
+
+def _loop(state: GovState) -> Any:
+    from langgraph.types import Command
+
+    decision = request_review("gate", {"n": state.get("n", 0)}, title="Good enough?", allowed=("approve", "reject"))
+    if isinstance(decision, Reject):
+        return Command(goto="loop", update={"n": state.get("n", 0) + 1})
+    return Command(goto=END, update={"outcome": "accepted"})
+
+
+def _charge(state: GovState) -> GovState:
+    from hitl_graphs import run_once
+
+    request_review("gate", {"amount": state["amount"]}, title="Charge the card?", allowed=("approve",))
+    receipt = run_once("charge", lambda: (effect(f"charge:{state['amount']}"), {"id": "rcpt-1", "amount": state["amount"]})[1])
+    maybe_die("charged")
+    return {"receipt": receipt, "outcome": "charged"}
+
+
+def _single(name: str, node: Any, *, loop: bool = False) -> Any:
+    def build() -> StateGraph[GovState]:
+        g = StateGraph(GovState)
+        if loop:
+            g.add_node(name, node, destinations=(name, END))
+        else:
+            g.add_node(name, node)
+            g.add_edge(name, END)
+        g.add_edge(START, name)
+        return g
+
+    return build
+
+
 WORKFLOWS = [
+    Workflow("timed", _single("pay", _timed(None)), example_input={"amount": 5}),
+    Workflow("timed-approve", _single("notify", _timed(__import__("hitl_graphs").Approve())), example_input={"amount": 1}),
+    Workflow("finance", _single("payout", _finance), example_input={"amount": 500}),
+    Workflow("loop", _single("loop", _loop, loop=True), example_input={"n": 0}),
+    Workflow("charge", _single("charge", _charge), example_input={"amount": 30}),
     Workflow("delete", delete_graph, example_input={"resource": "r-42"}),
     Workflow("pay", pay_graph, example_input={"to": "acme", "amount": 120}),
     Workflow("fanout", fanout_graph, example_input={"items": []}),

@@ -1,0 +1,90 @@
+"""Run an approved side effect once, even when LangGraph runs its node again.
+
+LangGraph re-runs a whole node when a thread resumes, and after a crash it re-runs the step
+that was interrupted. A payment made in such a node would be made twice. `run_once` records
+the effect's result in the ledger (same database, committed before it returns) under the
+thread, the task and a name, and on re-execution returns the recorded result instead of running
+the effect again.
+
+One window remains, as with any exactly-once scheme against an outside system: a crash after the
+effect happened but before its result was committed. Pass `effect_key(name)` to the outside
+system as an idempotency key (payment providers accept one) to close it.
+
+Example::
+
+    def pay_node(state):
+        receipt = run_once("charge", charge_card, state["card"], state["amount"])
+        return {"receipt": receipt}
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.config import get_config
+
+from hitl_graphs.gate import to_json
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS hitl_effects (
+    thread_id TEXT NOT NULL,
+    key       TEXT NOT NULL,
+    result    TEXT NOT NULL,
+    at        REAL NOT NULL,
+    PRIMARY KEY (thread_id, key)
+);
+"""
+
+CONFIG_KEY = "hitl_effects"
+
+
+class EffectLog:
+    """The ledger table of recorded effect results; the runner passes it to graphs it runs."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
+        self.conn = conn
+        self.lock = lock
+
+    def get(self, thread_id: str, key: str) -> tuple[bool, Any]:
+        with self.lock:
+            row = self.conn.execute("SELECT result FROM hitl_effects WHERE thread_id = ? AND key = ?", (thread_id, key)).fetchone()
+        return (True, json.loads(row[0])) if row else (False, None)
+
+    def put(self, thread_id: str, key: str, result: Any) -> None:
+        with self.lock:
+            self.conn.execute(
+                "INSERT OR IGNORE INTO hitl_effects VALUES (?, ?, ?, ?)", (thread_id, key, json.dumps(result), time.time())
+            )
+            self.conn.commit()
+
+
+def effect_key(name: str) -> str:
+    """A key unique to this effect in this thread and task: stable when the node runs again."""
+    configurable = get_config().get("configurable", {})
+    return f"{configurable.get('thread_id')}|{configurable.get('checkpoint_ns', '')}|{name}"
+
+
+def run_once(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call `fn(*args, **kwargs)` unless this node already did so for `name`; return its result.
+
+    The result is stored as JSON and returned in its JSON form both times, so the first run and
+    a replay see the same value. Use a distinct `name` per effect within a node. Outside a
+    hitl Runner (no ledger in the config) the effect simply runs.
+    """
+    config = get_config()
+    log: EffectLog | None = config.get("configurable", {}).get(CONFIG_KEY)
+    if log is None:
+        return to_json(fn(*args, **kwargs))
+    thread_id = config["configurable"]["thread_id"]
+    key = effect_key(name)
+    found, result = log.get(thread_id, key)
+    if found:
+        return result
+    result = to_json(fn(*args, **kwargs))
+    log.put(thread_id, key, result)
+    return result
