@@ -24,13 +24,13 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 from rich.json import JSON
-from rich.panel import Panel
 from rich.table import Table
 
 from hitl_graphs.builtin import register_builtins
 from hitl_graphs.decisions import Approve, Decision, Escalate, Modify, Reject, Respond
 from hitl_graphs.errors import HitlError
 from hitl_graphs.registry import load_app, registered
+from hitl_graphs.render import render_review
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
 from hitl_graphs.runner import Runner
 from hitl_graphs.store import default_db_path
@@ -137,19 +137,6 @@ def _view_json(view: ThreadView) -> dict[str, Any]:
     return view.model_dump(mode="json")
 
 
-def render_review(r: ReviewRequest, console: Console = out) -> None:
-    """Show one review as a panel: what is asked, what may be answered, and the payload."""
-    head = (
-        f"[bold]{r.title}[/bold]\n"
-        f"thread [cyan]{r.thread_id}[/cyan]  review [cyan]{r.review_id}[/cyan]\n"
-        f"workflow {r.workflow} · {r.position} node [bold]{r.node}[/bold] · kind {r.kind}\n"
-        f"may: {', '.join(r.allowed)}"
-        + (f" · editable: {', '.join(r.editable)}" if r.editable and "modify" in r.allowed else "")
-    )
-    console.print(Panel(head, title="review", expand=False))
-    console.print(JSON.from_data(r.payload, default=str))
-
-
 def _print_view(view: ThreadView) -> None:
     status = view.status + (f" ({view.outcome})" if view.outcome else "")
     out.print(f"thread [cyan]{view.thread_id}[/cyan] · workflow {view.workflow} · [bold]{status}[/bold]")
@@ -158,7 +145,7 @@ def _print_view(view: ThreadView) -> None:
     if view.awaiting_recovery:
         out.print(f"[yellow]decided, awaiting recovery: {', '.join(view.awaiting_recovery)} (run `hitl recover`)[/yellow]")
     for review in view.reviews:
-        render_review(review)
+        render_review(review, out)
     if view.reviews:
         out.print(f"next: hitl approve {view.thread_id}   |   hitl modify {view.thread_id} --patch '{{...}}'   |   hitl reject {view.thread_id}")
     else:
@@ -442,6 +429,23 @@ def workflows(as_json: JsonFlag = False) -> None:
         return
     for wf in sorted(known.values(), key=lambda w: w.name):
         out.print(f"[bold]{wf.name}[/bold]  {wf.description}")
+
+
+@app.command()
+def review(
+    workflow: Annotated[str | None, typer.Option("--workflow", help="Only this workflow's reviews.")] = None,
+    role: RoleOpt = None,
+    actor: ActorOpt = None,
+) -> None:
+    """Decide everything pending at the terminal, one review after another."""
+    from hitl_graphs.reviewer import ConsoleReviewer, review_pending
+
+    if not sys.stdin.isatty():
+        _fail("hitl review needs a terminal on standard input; use hitl approve/modify/reject in scripts")
+    with _runner() as runner:
+        count = review_pending(runner, ConsoleReviewer(out, actor=_actor(actor)), out, roles=tuple(_roles(role)),
+                               workflow=workflow)
+    out.print(f"{count} review(s) decided; nothing else is waiting" if count else "nothing is waiting for a decision")
 
 
 @app.command()

@@ -45,7 +45,7 @@ def decide_in_terminal(console: Console, review: ReviewRequest) -> Decision:
 
 def run_demo(runner: Runner, *, console: Console, interactive: bool) -> None:
     """The walk: an `interrupt()` gate, then a static breakpoint resumed by another process."""
-    from hitl_graphs.cli import render_review
+    from hitl_graphs.render import render_review
 
     def decide(review: ReviewRequest, scripted: Decision) -> Decision:
         if interactive:
