@@ -281,3 +281,22 @@ def test_an_approved_effect_is_not_repeated_after_sigkill(db: str, effects_file:
         assert recovered.state["receipt"] == {"id": "rcpt-1", "amount": 30}
         assert recovered.state["outcome"] == "charged"
     assert effects() == ["charge:30"]  # not charged again
+
+
+def test_audit_export_and_feedback_from_the_cli(db: str, effects_file: Path, tmp_path: Path) -> None:
+    thread_id = json.loads(hitl(db, "run", "pay", "--json").stdout)["thread_id"]
+    assert hitl(db, "approve", thread_id, "--actor", "ana").returncode == 0
+    out = tmp_path / "audit.jsonl"
+    exported = hitl(db, "audit", "export", "--out", str(out))
+    assert exported.returncode == 0, exported.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [e["event"] for e in lines] == ["started", "review_requested", "decided", "applied", "completed"]
+    assert all(len(e["hash"]) == 64 for e in lines) and lines[1]["prev_hash"] == lines[0]["hash"]
+    ok = hitl(db, "audit", "verify")
+    assert ok.returncode == 0 and "audit log intact: 5 entries" in ok.stdout
+    rated = hitl(db, "feedback", thread_id, "--score", "0.75", "--comment", "fine", "--json")
+    assert json.loads(rated.stdout)["score"] == 0.75
+    listed = json.loads(hitl(db, "feedback", "--list", "--workflow", "pay", "--json").stdout)
+    assert [(f["thread_id"], f["score"], f["comment"]) for f in listed] == [(thread_id, 0.75, "fine")]
+    bad = hitl(db, "feedback", thread_id, "--score", "7")
+    assert bad.returncode != 0
