@@ -95,6 +95,8 @@ def get_workflow(name: str) -> Workflow:
     Raises:
         UnknownWorkflowError: naming the registered workflows.
     """
+    if name not in _REGISTRY:
+        _register_builtins()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -105,8 +107,24 @@ def get_workflow(name: str) -> Workflow:
 
 
 def registered() -> dict[str, Workflow]:
-    """A copy of the registry: name -> workflow."""
+    """A copy of the registry: name -> workflow (the built-in workflows included)."""
+    _register_builtins()
     return dict(_REGISTRY)
+
+
+_builtins_loaded = False
+
+
+def _register_builtins() -> None:
+    # the demo workflows (`email`, `plan-review`, ...) are known everywhere the CLI knows them,
+    # so a thread started by `hitl run` resumes from Python without extra set-up
+    global _builtins_loaded
+    if _builtins_loaded:
+        return
+    _builtins_loaded = True
+    from hitl_graphs.builtin import register_builtins
+
+    register_builtins()
 
 
 def load_app(module: str) -> None:

@@ -55,13 +55,14 @@ class ConsoleReviewer:
 
     Example:
         >>> answers = iter(["reject", "not now"])
-        >>> reviewer = ConsoleReviewer(Console(file=open(os.devnull, "w")), actor="ana",
+        >>> import io
+        >>> reviewer = ConsoleReviewer(Console(file=io.StringIO()), actor="ana",
         ...                            ask=lambda prompt, choices, default: next(answers), editor="")
         >>> review = ReviewRequest(review_id="r", thread_id="t", workflow="w", node="n", position="before",
         ...     kind="gate", title="Go?", payload={}, allowed=("approve", "reject"), editable=(),
         ...     source="interrupt", created_at="2026-01-01T00:00:00Z")
         >>> reviewer.decide(review, {})
-        Reject(actor='ana', comment=None, seen=..., kind='reject', reason='not now')
+        Reject(actor='ana', comment=None, seen=None, kind='reject', reason='not now')
     """
 
     def __init__(self, console: Console, *, actor: str, ask: Ask | None = None, editor: str | None = None) -> None:
