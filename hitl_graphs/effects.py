@@ -55,6 +55,24 @@ class EffectLog:
             row = self.conn.execute("SELECT result FROM hitl_effects WHERE thread_id = ? AND key = ?", (thread_id, key)).fetchone()
         return (True, json.loads(row[0])) if row else (False, None)
 
+    def record_once(self, thread_id: str, key: str, event: str, data: dict[str, Any]) -> None:
+        """Append `event` to the thread's audit history unless `key` was recorded before."""
+        from hitl_graphs import audit
+
+        now = time.time()
+        with self.lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                added = self.conn.execute(
+                    "INSERT OR IGNORE INTO hitl_effects VALUES (?, ?, ?, ?)", (thread_id, key, json.dumps(data), now)
+                ).rowcount
+                if added:
+                    audit.append(self.conn, thread_id, [audit.Event(event, data=data)], now)
+            except BaseException:
+                self.conn.rollback()
+                raise
+            self.conn.commit()
+
     def put(self, thread_id: str, key: str, result: Any) -> None:
         with self.lock:
             self.conn.execute(
@@ -88,3 +106,17 @@ def run_once(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> An
     result = to_json(fn(*args, **kwargs))
     log.put(thread_id, key, result)
     return result
+
+
+def record_event(event: str, data: dict[str, Any], *, name: str | None = None) -> None:
+    """Add an entry to the thread's history (and audit log) from inside a node, once.
+
+    What a node did (a plan step executed, a phase's output) shows in `hitl history` next to the
+    reviews and decisions. Re-running the node (resume, crash recovery) does not add it twice.
+    Outside a hitl Runner it does nothing.
+    """
+    config = get_config()
+    log: EffectLog | None = config.get("configurable", {}).get(CONFIG_KEY)
+    if log is None:
+        return
+    log.record_once(config["configurable"]["thread_id"], "event|" + effect_key(name or event), event, to_json(data))

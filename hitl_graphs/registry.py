@@ -29,6 +29,7 @@ from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from hitl_graphs.errors import ConfigError, UnknownWorkflowError
+from hitl_graphs.reviews import Outcome
 
 
 
@@ -50,6 +51,10 @@ class Workflow:
             continues along its own rejection route. `None`: a reject ends the thread as rejected.
         reason_field: State field that receives `Reject.reason` at a static breakpoint.
         example_input: Input `hitl run` uses when none is given.
+        outcome: Reads how a finished thread ended from its final state (`completed`,
+            `rejected` or `cancelled`; `None` keeps the default). By default a thread that ends
+            right after a reject is `rejected`, else `completed`; an agent that carries on after a
+            rejected tool call, or a plan review whose reject means "cancel", says otherwise here.
     """
 
     name: str
@@ -60,6 +65,7 @@ class Workflow:
     on_reject: Mapping[str, Any] | None = None
     reason_field: str | None = None
     example_input: Mapping[str, Any] | None = None
+    outcome: Callable[[Mapping[str, Any]], Outcome | None] | None = None
 
     def compile(self, checkpointer: BaseCheckpointSaver[Any]) -> CompiledStateGraph[Any, Any, Any, Any]:
         """The graph bound to `checkpointer`, keeping its breakpoints."""

@@ -721,6 +721,8 @@ class Runner:
     ) -> Flow[ThreadView]:
         if pause is None:
             pause = yield from self._read(wf, graph, thread_id)
+        if pause.done and wf.outcome is not None and outcome_if_done != "cancelled" and isinstance(pause.values, dict):
+            outcome_if_done = wf.outcome(pause.values) or outcome_if_done
         yield from self._sync(thread_id, pause, outcome_if_done, error)
         row = yield from self._thread(thread_id)
         return (yield from self._view(row, pause))

@@ -79,7 +79,7 @@ def test_public_names_are_sorted_and_importable() -> None:
 
 
 def _modules() -> list[str]:
-    return [m.name for m in pkgutil.iter_modules(hitl_graphs.__path__, "hitl_graphs.")]
+    return [m.name for m in pkgutil.walk_packages(hitl_graphs.__path__, "hitl_graphs.")]
 
 
 @pytest.mark.parametrize("module", _modules())

@@ -1,0 +1,91 @@
+"""What the plan-review, multi-step and conversation templates share: running a step that is
+either a LangChain chat model or a plain callable, and turning plans into numbered lines and back.
+
+Private: the templates' public faces are their `create_*` factories.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Sequence
+from typing import Any, TypedDict
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+
+from hitl_graphs.errors import ConfigError
+
+class Stopped(TypedDict):
+    """Where and why a person stopped a run (the `stopped` state field of the templates)."""
+
+    at: str
+    by: str | None
+    reason: str | None
+
+
+_NUMBERED = re.compile(r"^\s*(?:\d+\s*[.):]|[-*\u2022])\s+(?P<step>\S.*?)\s*$")
+
+
+def is_chat_model(step: Any) -> bool:
+    """Whether `step` is a LangChain chat model (prompted) rather than a plain callable."""
+    return isinstance(step, BaseChatModel)
+
+
+def check_step(step: Any, what: str) -> None:
+    """Refuse what a template cannot run, naming the fix.
+
+    Raises:
+        ConfigError: `step` is neither a chat model nor a sync callable.
+    """
+    if is_chat_model(step):
+        return
+    if not callable(step):
+        raise ConfigError(f"{what} must be a LangChain chat model or a callable, got {type(step).__name__}")
+    if inspect.iscoroutinefunction(step) or inspect.iscoroutinefunction(getattr(step, "__call__", None)):
+        raise ConfigError(
+            f"{what} is an async function; give a plain (sync) callable: the runner's async methods run "
+            "sync steps on worker threads"
+        )
+
+
+def ask(model: BaseChatModel, messages: Sequence[BaseMessage]) -> str:
+    """The model's reply to `messages`, as text."""
+    return model.invoke(list(messages)).text
+
+
+def numbered(steps: Sequence[str]) -> list[str]:
+    """`["a", "b"]` -> `["1. a", "2. b"]`: how a person sees a plan.
+
+    Example:
+        >>> numbered(["search the logs", "restart the worker"])
+        ['1. search the logs', '2. restart the worker']
+    """
+    return [f"{i}. {step}" for i, step in enumerate(steps, 1)]
+
+
+def parse_steps(text: str) -> list[str]:
+    """The steps of a plan written as numbered (or bulleted) lines; other lines are ignored.
+
+    A reply with no numbered line is read as one step per non-empty line.
+
+    Example:
+        >>> parse_steps("Plan:\\n1. search the logs\\n2) restart the worker\\n")
+        ['search the logs', 'restart the worker']
+    """
+    lines = text.splitlines()
+    steps = [m.group("step") for line in lines if (m := _NUMBERED.match(line))]
+    return steps or [line.strip() for line in lines if line.strip()]
+
+
+def thread_id(config: RunnableConfig | None) -> str | None:
+    """The LangGraph thread a node runs in, if any."""
+    value = (config or {}).get("configurable", {}).get("thread_id")
+    return str(value) if value is not None else None
+
+
+def short(text: str, limit: int = 60) -> str:
+    """`text` on one line, cut to `limit` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "\u2026"

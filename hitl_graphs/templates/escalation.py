@@ -1,0 +1,459 @@
+"""Escalation: a case climbs ordered levels until one resolves it (the seed's Step 6, durable).
+
+Levels are tried in order, by default agent -> senior agent -> human -> manager (`default_levels`):
+
+- an `AgentLevel` runs an `EscalationHandler` (a function, or `ModelHandler` around any chat
+  model, e.g. a more capable one) and its attempt is checked by the trigger: no reason to escalate, and the
+  case is resolved by that level; a reason, and it moves one level up.
+- a `HumanLevel` pauses for a person holding the level's role (`required_role`), who approves
+  the last attempt's output, modifies it, rejects the case, or escalates it one level up.
+
+What escalates is an `EscalationTrigger`: `LowConfidenceTrigger(threshold)`, `ErrorTrigger()`
+(the handler raised or reported an error), `SensitiveTrigger()` (the attempt is flagged
+sensitive), `CustomTrigger(predicate, reason=...)`, or several with `AnyTrigger(...)`. The
+default is the seed's: an error, confidence below 0.7, or a sensitive flag.
+
+Every escalation is recorded in the state's `escalations` (`from`, `to`, `reason`, `at` as an ISO
+timestamp, `actor` for a person's), beside every attempt (`attempts`) and how the case ended
+(`resolution`), so `hitl show` tells the whole path. A person's escalation is also in the ledger
+history as their `escalate` decision.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, Protocol, TypeAlias, TypedDict
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.errors import GraphBubbleUp
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command
+
+from hitl_graphs.decisions import Approve, DecisionKind, Escalate, Modify, Reject
+from hitl_graphs.errors import ConfigError, InvalidDecisionError
+from hitl_graphs.effects import record_event
+from hitl_graphs.gate import request_review, to_json
+
+__all__ = [
+    "AgentLevel",
+    "AnyTrigger",
+    "CustomTrigger",
+    "ErrorTrigger",
+    "EscalationHandler",
+    "EscalationLevel",
+    "EscalationState",
+    "EscalationTrigger",
+    "HumanLevel",
+    "LowConfidenceTrigger",
+    "ModelHandler",
+    "SensitiveTrigger",
+    "create_escalation_graph",
+    "default_levels",
+]
+
+# -- what flows through the levels ----------------------------------------------------------
+
+
+class Attempt(TypedDict, total=False):
+    """One automated level's try: its output and the signals triggers read (plus any extra keys)."""
+
+    level: str
+    output: Any
+    confidence: float | None
+    error: str | None
+    sensitive: bool
+
+
+class EscalationCase(TypedDict):
+    """What a handler sees: the task, the attempts below it and why they were escalated."""
+
+    task: Any
+    attempts: list[Attempt]
+    escalations: list[dict[str, Any]]
+
+
+class EscalationState(TypedDict, total=False):
+    """The escalation graph's state, JSON-native.
+
+    Attributes:
+        task: The case (the graph's input).
+        level: The level the case is at.
+        attempts: Every automated attempt, in order.
+        escalations: `{"from", "to", "reason", "at", "actor"}` per escalation.
+        output: The accepted output, once resolved.
+        resolution: `{"status", "level", "actor", "reason"}`; status is `resolved` (an automated
+            level's output stood), `approved`, `modified`, `rejected` (a person), or `unresolved`
+            (the last level is automated and its attempt still triggered).
+    """
+
+    task: Any
+    level: str
+    attempts: Annotated[list[Attempt], operator.add]
+    escalations: Annotated[list[dict[str, Any]], operator.add]
+    output: Any
+    resolution: dict[str, Any]
+
+
+# -- handlers -------------------------------------------------------------------------------
+
+
+class EscalationHandler(Protocol):
+    """An automated level's work: from the case to `{"output", "confidence", "sensitive", ...}`.
+
+    Return a mapping; `output` is what a person later approves or edits, the other keys feed the
+    trigger (extra keys are kept for custom triggers). Raising, or returning `error`, is an
+    `error` signal. Must be a pure function of the case to replay the same in any process.
+    """
+
+    def __call__(self, case: EscalationCase) -> Mapping[str, Any]:
+        """Try to resolve the case."""
+        ...
+
+
+_MODEL_PROMPT = (
+    "Resolve the case you are given. Answer with one JSON object: "
+    '{"output": <your answer>, "confidence": <0 to 1>, "sensitive": <true if a person must look>}.'
+)
+
+
+@dataclass(frozen=True)
+class ModelHandler:
+    """An `EscalationHandler` that asks a chat model (any LangChain model, or `ScriptedChatModel`).
+
+    The model is asked for a JSON object `{"output", "confidence", "sensitive"}`; a reply that is
+    not one is taken as the output itself, with no confidence. At a higher level, the model is
+    told what the levels below answered and why that was escalated, so it retries knowingly.
+
+    Example:
+        >>> from hitl_graphs import ScriptedChatModel
+        >>> senior = ModelHandler(ScriptedChatModel(script=['{"output": "refund", "confidence": 0.9}']))
+        >>> senior({"task": "refund?", "attempts": [], "escalations": []})
+        {'output': 'refund', 'confidence': 0.9}
+    """
+
+    model: BaseChatModel
+    system_prompt: str = _MODEL_PROMPT
+
+    def __call__(self, case: EscalationCase) -> Mapping[str, Any]:
+        task = case["task"] if isinstance(case["task"], str) else json.dumps(case["task"])
+        messages = [SystemMessage(self.system_prompt), HumanMessage(task)]
+        for attempt, esc in zip(case["attempts"], case["escalations"], strict=False):
+            messages.append(HumanMessage(
+                f"The {attempt.get('level')} level answered {json.dumps(attempt.get('output'))} and it was escalated: "
+                f"{esc.get('reason')}. Do better."
+            ))
+        return parse_model_reply(self.model.invoke(messages).text)
+
+
+def parse_model_reply(text: str) -> dict[str, Any]:
+    """A model's reply as an attempt: its JSON object (fences allowed), else `{"output": text}`.
+
+    Example:
+        >>> parse_model_reply('```json\\n{"output": 4, "confidence": 0.5}\\n```')
+        {'output': 4, 'confidence': 0.5}
+        >>> parse_model_reply("just text")
+        {'output': 'just text'}
+    """
+    body = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip())
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return {"output": text}
+    return data if isinstance(data, dict) and "output" in data else {"output": data}
+
+
+# -- levels ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AgentLevel:
+    """An automated level: `handler` tries the case; the trigger decides if it goes up.
+
+    Example:
+        >>> AgentLevel("agent", lambda case: {"output": "ok", "confidence": 0.9}).name
+        'agent'
+    """
+
+    name: str
+    handler: EscalationHandler
+
+
+@dataclass(frozen=True)
+class HumanLevel:
+    """A level where a person holding `role` decides: approve, modify, reject, or escalate.
+
+    Example:
+        >>> HumanLevel("manager", role="manager").role
+        'manager'
+    """
+
+    name: str
+    role: str
+
+
+EscalationLevel: TypeAlias = AgentLevel | HumanLevel
+"""One rung of the ladder."""
+
+
+def default_levels(
+    agent: EscalationHandler,
+    senior: EscalationHandler,
+    *,
+    human_role: str = "reviewer",
+    manager_role: str = "manager",
+) -> tuple[EscalationLevel, ...]:
+    """The seed's ladder: `agent` -> `senior_agent` -> `human` -> `manager`.
+
+    Example:
+        >>> [level.name for level in default_levels(lambda c: {}, lambda c: {})]
+        ['agent', 'senior_agent', 'human', 'manager']
+    """
+    return (
+        AgentLevel("agent", agent),
+        AgentLevel("senior_agent", senior),
+        HumanLevel("human", role=human_role),
+        HumanLevel("manager", role=manager_role),
+    )
+
+
+# -- triggers -------------------------------------------------------------------------------
+
+
+class EscalationTrigger(Protocol):
+    """Reads an attempt and returns why it must go up a level, or `None` if it may stand."""
+
+    def __call__(self, attempt: Attempt) -> str | None:
+        """The reason to escalate, or `None`."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class LowConfidenceTrigger:
+    """Escalate when the attempt's confidence is below `threshold` (no confidence: no signal).
+
+    Example:
+        >>> LowConfidenceTrigger(0.7)({"confidence": 0.4})
+        'low confidence: 0.4 < 0.7'
+    """
+
+    threshold: float = 0.7
+
+    def __call__(self, attempt: Attempt) -> str | None:
+        confidence = attempt.get("confidence")
+        if confidence is not None and confidence < self.threshold:
+            return f"low confidence: {confidence} < {self.threshold}"
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorTrigger:
+    """Escalate when the handler raised or reported an error.
+
+    Example:
+        >>> ErrorTrigger()({"error": "TimeoutError: upstream"})
+        'error: TimeoutError: upstream'
+    """
+
+    def __call__(self, attempt: Attempt) -> str | None:
+        return f"error: {attempt['error']}" if attempt.get("error") else None
+
+
+@dataclass(frozen=True, slots=True)
+class SensitiveTrigger:
+    """Escalate when the attempt is flagged sensitive.
+
+    Example:
+        >>> SensitiveTrigger()({"sensitive": True})
+        'sensitive: flagged for a person'
+    """
+
+    def __call__(self, attempt: Attempt) -> str | None:
+        return "sensitive: flagged for a person" if attempt.get("sensitive") else None
+
+
+@dataclass(frozen=True, slots=True)
+class CustomTrigger:
+    """Escalate when `predicate(attempt)` is true, giving `reason`.
+
+    Example:
+        >>> big = CustomTrigger(lambda a: a.get("amount", 0) > 1000, reason="amount over 1000")
+        >>> big({"amount": 2400})
+        'amount over 1000'
+    """
+
+    predicate: Callable[[Attempt], bool]
+    reason: str
+
+    def __call__(self, attempt: Attempt) -> str | None:
+        return self.reason if self.predicate(attempt) else None
+
+
+@dataclass(frozen=True, slots=True)
+class AnyTrigger:
+    """Escalate on the first of `triggers` that gives a reason.
+
+    Example:
+        >>> AnyTrigger((ErrorTrigger(), LowConfidenceTrigger(0.7)))({"confidence": 0.9}) is None
+        True
+    """
+
+    triggers: tuple[EscalationTrigger, ...]
+
+    def __call__(self, attempt: Attempt) -> str | None:
+        for trigger in self.triggers:
+            if (reason := trigger(attempt)) is not None:
+                return reason
+        return None
+
+
+DEFAULT_TRIGGER = AnyTrigger((ErrorTrigger(), LowConfidenceTrigger(0.7), SensitiveTrigger()))
+"""The seed's `should_escalate`: an error, confidence below 0.7, or a sensitive flag."""
+
+
+# -- the graph ------------------------------------------------------------------------------
+
+
+def create_escalation_graph(
+    levels: Sequence[EscalationLevel],
+    *,
+    trigger: EscalationTrigger = DEFAULT_TRIGGER,
+    output_schema: dict[str, Any] | None = None,
+) -> StateGraph[EscalationState]:
+    """Build a graph that takes a case (`{"task": ...}`) up `levels` until one resolves it.
+
+    One node per level, named after it, so the drawing shows the ladder. Returns the uncompiled
+    graph (for a `Workflow`, your checkpointer, or a parent graph).
+
+    Args:
+        levels: The ladder, lowest first (see `default_levels`). Names must be unique.
+        trigger: When an automated attempt goes up (default: error, confidence < 0.7, sensitive).
+        output_schema: JSON Schema a person's modified `output` must satisfy (default: any JSON).
+
+    Raises:
+        ConfigError: no levels, or two with the same name.
+
+    Example:
+        >>> levels = [AgentLevel("bot", lambda case: {"output": "reset link sent", "confidence": 0.95}),
+        ...           HumanLevel("support", role="support")]
+        >>> graph = create_escalation_graph(levels).compile()
+        >>> graph.invoke({"task": "I forgot my password"})["resolution"]["status"]
+        'resolved'
+    """
+    if not levels:
+        raise ConfigError("an escalation graph needs at least one level")
+    names = [level.name for level in levels]
+    if dupes := sorted({n for n in names if names.count(n) > 1}):
+        raise ConfigError(f"escalation level names must be unique; {dupes[0]!r} appears twice")
+    patch_schema = {"type": "object", "properties": {"output": output_schema}, "required": ["output"]} if output_schema else None
+
+    graph = StateGraph(EscalationState)
+    for i, level in enumerate(levels):
+        above = levels[i + 1].name if i + 1 < len(levels) else None
+        node = (
+            _agent_node(level, above, trigger)
+            if isinstance(level, AgentLevel)
+            else _human_node(level, above, patch_schema)
+        )
+        graph.add_node(level.name, node, destinations=(above, END) if above else (END,))
+    graph.add_edge(START, levels[0].name)
+    return graph
+
+
+def _agent_node(level: AgentLevel, above: str | None, trigger: EscalationTrigger) -> Callable[[EscalationState], Command[Any]]:
+    def node(state: EscalationState) -> Command[Any]:
+        case: EscalationCase = {"task": state.get("task"), "attempts": list(state.get("attempts", [])),
+                                "escalations": list(state.get("escalations", []))}
+        try:
+            attempt = _attempt(level.name, level.handler(case))
+        except GraphBubbleUp:  # a handler that pauses (a nested review) must reach LangGraph
+            raise
+        except Exception as exc:  # a failing handler is a reason to escalate, not a crash
+            attempt = {"level": level.name, "output": None, "confidence": None, "error": f"{type(exc).__name__}: {exc}",
+                       "sensitive": False}
+        reason = trigger(attempt)
+        if reason is None:
+            return Command(goto=END, update={"level": level.name, "attempts": [attempt], "output": attempt.get("output"),
+                                             "resolution": _resolution("resolved", level.name)})
+        if above is None:
+            return Command(goto=END, update={"level": level.name, "attempts": [attempt],
+                                             "resolution": _resolution("unresolved", level.name, reason=reason)})
+        record = _record(level.name, above, reason)
+        record_event("escalated", record, name=f"escalated:{level.name}")
+        return Command(goto=above, update={"level": above, "attempts": [attempt], "escalations": [record]})
+
+    node.__name__ = level.name
+    return node
+
+
+def _human_node(
+    level: HumanLevel, above: str | None, patch_schema: dict[str, Any] | None
+) -> Callable[[EscalationState], Command[Any]]:
+    allowed: tuple[DecisionKind, ...] = ("approve", "modify", "reject", *(("escalate",) if above else ()))
+
+    def node(state: EscalationState) -> Command[Any]:
+        attempts = state.get("attempts", [])
+        escalations = state.get("escalations", [])
+        why = escalations[-1]["reason"] if escalations else None
+        output = state["output"] if "output" in state else (attempts[-1].get("output") if attempts else None)
+        decision = request_review(
+            "escalation",
+            {"task": state.get("task"), "level": level.name, "required_role": level.role, "reason": why,
+             "output": output, "attempts": attempts, "escalations": escalations},
+            title=f"Escalated to {level.name} (role {level.role})" + (f": {why}" if why else ""),
+            allowed=allowed,
+            editable=("output",),
+            key=f"escalation:{level.name}",
+            patch_target="payload",
+            patch_schema=patch_schema,
+            required_role=level.role,
+        )
+        by = {"actor": decision.actor, **({"comment": decision.comment} if decision.comment else {})}
+        match decision:
+            case Approve():
+                return Command(goto=END, update={"output": output, "resolution": _resolution("approved", level.name, **by)})
+            case Modify(patch=patch):
+                return Command(goto=END, update={"output": patch["output"],
+                                                 "resolution": _resolution("modified", level.name, **by)})
+            case Reject(reason=reason):
+                return Command(goto=END, update={"resolution": _resolution("rejected", level.name, reason=reason, **by)})
+            case Escalate(reason=reason) if above is not None:
+                why_up = reason or f"escalated by {decision.actor or 'a person'}"
+                record = _record(level.name, above, why_up, actor=decision.actor)
+                record_event("escalated", record, name=f"escalated:{level.name}")
+                return Command(goto=above, update={"level": above, "output": output, "escalations": [record]})
+            case _:  # request_review refuses kinds outside `allowed`
+                raise InvalidDecisionError(f"level {level.name!r} cannot take {decision.kind!r}")
+
+    node.__name__ = level.name
+    return node
+
+
+def _attempt(level: str, raw: Mapping[str, Any]) -> Attempt:
+    if not isinstance(raw, Mapping):
+        raise TypeError(f"a handler returns a mapping like {{'output': ..., 'confidence': 0.9}}, got {type(raw).__name__}")
+    data: dict[str, Any] = to_json(dict(raw))
+    confidence = data.get("confidence")
+    attempt: Attempt = {
+        **data,  # type: ignore[typeddict-item]
+        "level": level,
+        "output": data.get("output"),
+        "confidence": float(confidence) if isinstance(confidence, int | float) else None,
+        "error": str(data["error"]) if data.get("error") else None,
+        "sensitive": bool(data.get("sensitive", False)),
+    }
+    return attempt
+
+
+def _record(frm: str, to: str, reason: str, *, actor: str | None = None) -> dict[str, Any]:
+    return {"from": frm, "to": to, "reason": reason, "at": datetime.now(UTC).isoformat(), "actor": actor}
+
+
+def _resolution(status: Literal["resolved", "approved", "modified", "rejected", "unresolved"], level: str,
+                **extra: Any) -> dict[str, Any]:
+    return {"status": status, "level": level, **{k: v for k, v in extra.items() if v is not None}}

@@ -1,0 +1,347 @@
+"""Tool-call approval: an agent loop whose tool calls a person reviews before they run, per tool.
+
+The loop is `agent` (the model, tools bound) and `tools`, as in LangGraph's prebuilt agent,
+with each tool call of a model turn sent to its own `tools` task (`Send`). That one shape gives
+what a review set needs:
+
+- Each call that a policy asks about pauses in its own task, keyed by its tool call id, so the
+  calls of one turn are one pending set (same `turn` in their payloads) with one decision per
+  call, answered by call id (never by position); answering one leaves the others pending.
+- Calls that need no review run at once, in their own tasks; LangGraph keeps a finished task's
+  writes while its siblings wait, so a resume never runs them again. A reviewed call runs right
+  after its own decision, once.
+- Nothing runs before its decision: the task's first step is the gate (`request_review`).
+
+Decisions per call: `Approve` runs it; `Modify(patch={"args": {...}})` runs it with new arguments
+(the runner checks them against the tool's argument schema before anything is written, so a bad
+value is refused and the call stays pending); `Reject(reason=...)` does not run it and gives the
+model the reason as the tool's result, so it can adapt.
+
+Loop guard: a call identical (same tool, same arguments) to one a person rejected in this
+thread is not asked again; the model gets "already rejected" as its result. And a model that
+still asks for tools on its `max_turns`-th turn is stopped: those calls are answered "not run"
+and the graph ends with `stop_reason` set. A person is never asked twice about the same thing,
+and no model can loop forever.
+
+Memory lives in the state, so it survives pauses and restarts: `approved_tools` (what
+`AskOncePolicy` reads), `rejected_calls` (the loop guard) and `tool_log` (every call a policy
+looked at: `info` calls that ran unpaused, each decision with its actor, each refusal).
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, Literal, TypedDict, cast
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import tool as as_tool
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Send
+
+from hitl_graphs.decisions import Approve, Modify, Reject
+from hitl_graphs.errors import ConfigError, InvalidDecisionError
+from hitl_graphs.effects import record_event, run_once
+from hitl_graphs.gate import request_review, to_json
+from hitl_graphs.policies import AlwaysAskPolicy, ConfirmationPolicy
+
+__all__ = ["ToolApprovalState", "agent_tool", "create_tool_approval_graph", "tool_args_schema"]
+
+
+def _union(current: list[str] | None, new: list[str] | None) -> list[str]:
+    merged = list(current or [])
+    merged.extend(n for n in (new or []) if n not in merged)
+    return merged
+
+
+class ToolApprovalState(TypedDict, total=False):
+    """The agent loop's state: the conversation plus what the person decided, all JSON-native.
+
+    Attributes:
+        messages: The conversation (LangGraph's `add_messages` reducer).
+        approved_tools: Tools a person approved (or modified) at least once in this thread.
+        rejected_calls: `{"tool", "args", "reason"}` of each call a person rejected.
+        tool_log: One entry per call a policy looked at: `{"call_id", "tool", "args", "level",
+            "decision", "actor", "ran", "note"}`.
+        turns: Model turns so far.
+        stop_reason: Why the loop stopped early (turn limit), else absent.
+    """
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    approved_tools: Annotated[list[str], _union]
+    rejected_calls: Annotated[list[dict[str, Any]], operator.add]
+    tool_log: Annotated[list[dict[str, Any]], operator.add]
+    turns: int
+    stop_reason: str
+
+
+class _Call(TypedDict):
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+class _Task(TypedDict, total=False):
+    """What one `tools` task gets through `Send`: the call and what the router decided."""
+
+    call: _Call
+    turn: int
+    level: Literal["info", "confirm", "verify"] | None
+    phrase: str | None
+    refused: str | None
+
+
+ToolLike = BaseTool | Callable[..., Any]
+"""A LangChain tool, or a plain typed function (made a tool with `langchain_core.tools.tool`)."""
+
+
+def create_tool_approval_graph(
+    model: BaseChatModel,
+    tools: Sequence[ToolLike],
+    *,
+    policies: Mapping[str, ConfirmationPolicy] | None = None,
+    default_policy: ConfirmationPolicy = AlwaysAskPolicy(),
+    system_prompt: str | None = None,
+    max_turns: int = 10,
+    name: str | None = None,
+) -> StateGraph[ToolApprovalState]:
+    """Build an agent loop that asks a person before tool calls, per tool, by policy.
+
+    Returns the uncompiled graph: give it to a `Runner` (via `Workflow`), compile it with your
+    checkpointer, or compile it without one and add it as a node (or a tool, `agent_tool`) of a
+    larger graph.
+
+    Args:
+        model: Any LangChain chat model that can `bind_tools` (or `ScriptedChatModel`).
+        tools: The tools the model may call.
+        policies: Tool name -> policy (`AlwaysAskPolicy`, `NeverAskPolicy`, `AskOncePolicy`,
+            `AskWhenPolicy`, or your own `ConfirmationPolicy`).
+        default_policy: The policy of tools not named in `policies`: by default `AlwaysAskPolicy()`,
+            so a tool nobody thought about is asked about rather than run.
+        system_prompt: Sent before the conversation on every model call (not stored).
+        max_turns: Model calls per thread before the loop is stopped (see the module docs).
+        name: The agent's name, shown in review titles (useful for nested agents).
+
+    Raises:
+        ConfigError: two tools share a name, `policies` names an unknown tool, or `max_turns` < 1.
+
+    Example:
+        >>> from hitl_graphs import NeverAskPolicy, ScriptedChatModel, tool_call
+        >>> def addition(a: float, b: float) -> float:
+        ...     '''Add two numbers.'''
+        ...     return a + b
+        >>> model = ScriptedChatModel(script=[tool_call("addition", {"a": 5.5, "b": 3.2}), "8.7"])
+        >>> graph = create_tool_approval_graph(model, [addition], policies={"addition": NeverAskPolicy()})
+        >>> graph.compile().invoke({"messages": [("user", "5.5 + 3.2?")]})["messages"][-1].content
+        '8.7'
+    """
+    by_name = _tools_by_name(tools)
+    policies = dict(policies or {})
+    if unknown := sorted(set(policies) - set(by_name)):
+        raise ConfigError(f"policies name {unknown[0]!r}, which is not a tool here; tools: {', '.join(sorted(by_name))}")
+    if max_turns < 1:
+        raise ConfigError(f"max_turns must be at least 1, got {max_turns}")
+    schemas = {n: _patch_schema(t) for n, t in by_name.items()}
+    bound = model.bind_tools(list(by_name.values()))
+    prefix = f"{name}: " if name else ""
+
+    def agent(state: ToolApprovalState, config: RunnableConfig) -> ToolApprovalState:
+        turns = state.get("turns", 0) + 1
+        messages: list[AnyMessage] = list(state.get("messages", []))
+        if system_prompt:
+            messages = [SystemMessage(system_prompt), *messages]
+        reply = bound.invoke(messages, config)
+        update: ToolApprovalState = {"messages": [reply], "turns": turns}
+        if isinstance(reply, AIMessage) and reply.tool_calls and turns >= max_turns:
+            update["stop_reason"] = f"turn limit: the model still asked for tools after {max_turns} turns"
+        return update
+
+    def route(state: ToolApprovalState) -> list[Send] | str:
+        last = state["messages"][-1] if state.get("messages") else None
+        calls = last.tool_calls if isinstance(last, AIMessage) else []
+        if not calls:
+            return END
+        approved = set(state.get("approved_tools", []))
+        rejected = {_same(r["tool"], r["args"]): r for r in state.get("rejected_calls", [])}
+        sends = []
+        for raw in calls:
+            call: _Call = {"id": raw["id"] or "", "name": raw["name"], "args": to_json(raw["args"])}
+            task: _Task = {"call": call, "turn": state.get("turns", 0)}
+            if stop := state.get("stop_reason"):
+                task["refused"] = f"Not run: {stop}."
+            elif call["name"] not in by_name:
+                task["refused"] = f"Not run: there is no tool {call['name']!r}; tools: {', '.join(sorted(by_name))}."
+            elif (prior := rejected.get(_same(call["name"], call["args"]))) is not None:
+                why = f" ({prior['reason']})" if prior.get("reason") else ""
+                task["refused"] = (f"Not run: a person already rejected this exact call{why}. "
+                                   "Do not ask for it again; change the arguments or answer without it.")
+            else:
+                policy = policies.get(call["name"], default_policy)
+                ask = policy.confirmation(call["name"], call["args"], approved_before=call["name"] in approved)
+                if ask is not None:
+                    task["level"], task["phrase"] = ask.level, ask.phrase
+            sends.append(Send("tools", task))
+        return sends
+
+    def run_call(task: Mapping[str, Any], config: RunnableConfig) -> ToolApprovalState:
+        t = cast(_Task, task)
+        call, level = t["call"], t.get("level")
+        entry = {"call_id": call["id"], "tool": call["name"], "args": call["args"], "level": level,
+                 "decision": None, "actor": None, "ran": False, "note": None}
+        if refused := t.get("refused"):
+            message = ToolMessage(refused, tool_call_id=call["id"], name=call["name"], status="error")
+            return {"messages": [message], "tool_log": [{**entry, "note": refused}]}
+        if level is None:
+            return {"messages": [_invoke(by_name[call["name"]], call, call["args"], config)]}
+        if level == "info":
+            record_event("tool_info", {k: entry[k] for k in ("call_id", "tool", "args")}, name=f"info:{call['id']}")
+            return {"messages": [_invoke(by_name[call["name"]], call, call["args"], config)],
+                    "tool_log": [{**entry, "ran": True}]}
+        decision = request_review(
+            "tool_calls",
+            {"call_id": call["id"], "tool": call["name"], "args": call["args"], "level": level, "turn": t.get("turn"),
+             "description": by_name[call["name"]].description, **({"agent": name} if name else {})},
+            title=f"{prefix}Run {_show(call)}?" + (f" Type {t.get('phrase')!r} to confirm." if level == "verify" else ""),
+            allowed=("approve", "modify", "reject"),
+            editable=("args",),
+            key=call["id"],
+            patch_target="payload",
+            patch_schema=schemas[call["name"]],
+            verify_phrase=t.get("phrase") if level == "verify" else None,
+        )
+        entry |= {"decision": decision.kind, "actor": decision.actor}
+        match decision:
+            case Approve():
+                message = _invoke(by_name[call["name"]], call, call["args"], config)
+                return {"messages": [message], "approved_tools": [call["name"]], "tool_log": [{**entry, "ran": True}]}
+            case Modify(patch=patch):
+                args = dict(patch["args"])
+                message = _invoke(by_name[call["name"]], call, args, config)
+                if isinstance(message.content, str):
+                    message.content = f"[a person changed the arguments to {json.dumps(args, sort_keys=True)}] {message.content}"
+                was = "arguments were " + json.dumps(call["args"], sort_keys=True)
+                return {"messages": [message], "approved_tools": [call["name"]],
+                        "tool_log": [{**entry, "args": args, "ran": True, "note": was}]}
+            case Reject(reason=reason):
+                text = (f"Not run: a person rejected this call{': ' + reason if reason else ''}. "
+                        "Do not ask for it again with the same arguments.")
+                return {"messages": [ToolMessage(text, tool_call_id=call["id"], name=call["name"], status="error")],
+                        "rejected_calls": [{"tool": call["name"], "args": call["args"], "reason": reason}],
+                        "tool_log": [{**entry, "note": reason}]}
+            case _:  # request_review refuses kinds outside `allowed`
+                raise InvalidDecisionError(f"a tool call review cannot take {decision.kind!r}")
+
+    def after_tools(state: ToolApprovalState) -> str:
+        return END if state.get("stop_reason") else "agent"
+
+    graph = StateGraph(ToolApprovalState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", run_call)
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", route, ["tools", END])
+    graph.add_conditional_edges("tools", after_tools, ["agent", END])
+    return graph
+
+
+def agent_tool(agent: StateGraph[Any] | CompiledStateGraph[Any, Any, Any, Any], *, name: str, description: str) -> BaseTool:
+    """Wrap an agent graph (e.g. another `create_tool_approval_graph`) as a tool of a parent agent.
+
+    The sub-agent runs inside the parent's `tools` task as a nested graph on the parent's
+    checkpointer, so its own reviews surface on the parent thread (keyed by the sub-agent's tool
+    call ids) and resuming them continues the sub-agent where it paused: its model is not
+    called again and the calls it already ran do not run again. Its memory (`approved_tools`)
+    lasts for one delegated request. Give the parent a `NeverAskPolicy()` for this tool unless
+    the delegation itself needs a review.
+
+    Args:
+        agent: The sub-agent; a `StateGraph` is compiled without a checkpointer (it uses the parent's).
+        name: The tool name the parent's model calls.
+        description: What the parent's model is told the sub-agent does.
+
+    Example:
+        >>> from hitl_graphs import ScriptedChatModel
+        >>> helper = create_tool_approval_graph(ScriptedChatModel(script=["done"]), [])
+        >>> agent_tool(helper, name="helper", description="Does things.").invoke({"request": "go"})
+        'done'
+    """
+    graph = agent.compile() if isinstance(agent, StateGraph) else agent
+
+    def delegate(request: str, config: RunnableConfig) -> str:
+        result = graph.invoke({"messages": [HumanMessage(request)]}, config)
+        last = result["messages"][-1]
+        return last.text if isinstance(last, AIMessage) else str(last.content)
+
+    return StructuredTool.from_function(
+        delegate, name=name, description=description,
+    )
+
+
+def tool_args_schema(tool: BaseTool) -> dict[str, Any]:
+    """The JSON Schema of a tool's arguments as the model sees them (unknown arguments refused).
+
+    Example:
+        >>> from langchain_core.tools import tool
+        >>> @tool
+        ... def get_phone_number(name: str) -> str:
+        ...     '''Look up a phone number.'''
+        ...     return "(123) 456-7890"
+        >>> s = tool_args_schema(get_phone_number)
+        >>> s["properties"]["name"]["type"], s["required"], s["additionalProperties"]
+        ('string', ['name'], False)
+    """
+    raw = tool.tool_call_schema
+    schema: dict[str, Any] = dict(raw) if isinstance(raw, dict) else raw.model_json_schema()
+    if schema.get("type", "object") == "object" and "additionalProperties" not in schema:
+        schema["additionalProperties"] = False
+    return schema
+
+
+def _patch_schema(tool: BaseTool) -> dict[str, Any]:
+    args = tool_args_schema(tool)
+    defs = args.pop("$defs", None)
+    schema: dict[str, Any] = {"type": "object", "properties": {"args": args}, "required": ["args"]}
+    if defs:
+        schema["$defs"] = defs  # pydantic's `$ref`s point at the root
+    return schema
+
+
+def _tools_by_name(tools: Sequence[ToolLike]) -> dict[str, BaseTool]:
+    by_name: dict[str, BaseTool] = {}
+    for t in tools:
+        made = t if isinstance(t, BaseTool) else as_tool(t)
+        if not isinstance(made, BaseTool):
+            raise ConfigError(f"cannot make a tool of {t!r}; pass a LangChain tool or a typed function with a docstring")
+        if made.name in by_name:
+            raise ConfigError(f"two tools are named {made.name!r}; tool names must be unique")
+        by_name[made.name] = made
+    return by_name
+
+
+def _invoke(tool: BaseTool, call: _Call, args: dict[str, Any], config: RunnableConfig) -> ToolMessage:
+    """Run a tool call once: its result is recorded in the ledger (`run_once`), so a crash after
+    the tool ran and before the checkpoint does not run it again on recovery."""
+
+    def run() -> dict[str, Any]:
+        result = tool.invoke({"type": "tool_call", "id": call["id"], "name": call["name"], "args": args}, config)
+        if isinstance(result, ToolMessage):
+            return {"content": result.content, "status": result.status}
+        return {"content": str(result), "status": "success"}
+
+    done = run_once(f"tool:{call['id']}", run)
+    return ToolMessage(done["content"], tool_call_id=call["id"], name=call["name"], status=done["status"])
+
+
+def _same(tool: str, args: Any) -> str:
+    return tool + json.dumps(args, sort_keys=True, default=str)
+
+
+def _show(call: _Call) -> str:
+    args = ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in call["args"].items())
+    text = f"{call['name']}({args})"
+    return text if len(text) <= 120 else text[:117] + "..."
