@@ -96,8 +96,10 @@ class ConsoleReviewer:
         payload = review.payload if isinstance(review.payload, dict) else {}
         current = {f: payload[f] if f in payload else state.get(f) for f in review.editable}
         while True:
+            if not self.editor:
+                self.console.print(f"current values: {json.dumps(current, default=str)}", highlight=False, soft_wrap=True)
             text = self._editor_text(current) if self.editor else self.ask(
-                f"patch as JSON, e.g. {json.dumps(current, default=str)[:80]}", None, None)
+                f"patch as JSON ({', '.join(review.editable)})", None, None)
             try:
                 value = json.loads(text)
             except json.JSONDecodeError as exc:
