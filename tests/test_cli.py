@@ -109,6 +109,12 @@ def test_app_option_loads_user_workflows(db: str, tmp_path: Path) -> None:
 def test_demo_runs_without_a_terminal(db: str) -> None:
     result = hitl(db, "demo")
     assert result.returncode == 0, result.stderr
-    assert "refused: field 'subject' expects str" in result.stdout
-    assert "done (completed) result='did restart on web-frontend'" in result.stdout
-    assert "decided by demo" in result.stdout
+    out = result.stdout
+    for pattern in ("1 · Plan review", "2 · Tool-call approval", "3 · Multi-step gates", "4 · Escalation"):
+        assert pattern in out
+    assert "another process sees the pending review" in out
+    assert "refused: field 'plan' expects list" in out  # the scripted bad edit, shown and survived
+    assert "refused: field 'args.account_id' expects string" in out
+    assert out.count("scripted decision:") >= 8
+    assert out.count("done (completed)") == 4
+    assert "ran: Research the breakthroughs, Pick three, Write a 3-line summary" in out
