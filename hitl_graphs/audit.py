@@ -77,7 +77,11 @@ def append(c: sqlite3.Connection, thread_id: str, events: Iterable[Event], now: 
 
 @dataclass(frozen=True, slots=True)
 class AuditReport:
-    """What `verify` found: `ok`, how many entries it checked, and the first problem if any."""
+    """What `verify` found: `ok`, how many entries it checked, and the first problem if any.
+
+    Example:
+        >>> AuditReport(ok=False, checked=3, head="ab", first_bad_seq=4, problem="entry 4 was edited").first_bad_seq
+        4"""
 
     ok: bool
     checked: int

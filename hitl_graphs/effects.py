@@ -82,7 +82,11 @@ class EffectLog:
 
 
 def effect_key(name: str) -> str:
-    """A key unique to this effect in this thread and task: stable when the node runs again."""
+    """A key unique to this effect in this thread and task: stable when the node runs again.
+
+    Example::
+
+        charge_card(card, amount, idempotency_key=effect_key("charge"))"""
     configurable = get_config().get("configurable", {})
     return f"{configurable.get('thread_id')}|{configurable.get('checkpoint_ns', '')}|{name}"
 
@@ -93,6 +97,12 @@ def run_once(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> An
     The result is stored as JSON and returned in its JSON form both times, so the first run and
     a replay see the same value. Use a distinct `name` per effect within a node. Outside a
     hitl Runner (no ledger in the config) the effect simply runs.
+
+    Example::
+
+        def pay(state):
+            receipt = run_once("charge", charge_card, state["card"], state["amount"])
+            return {"receipt": receipt}
     """
     config = get_config()
     log: EffectLog | None = config.get("configurable", {}).get(CONFIG_KEY)

@@ -25,7 +25,16 @@ from __future__ import annotations
 
 
 class HitlError(Exception):
-    """Root of every error hitl_graphs raises on purpose."""
+    """Root of every error hitl_graphs raises on purpose.
+
+    Example::
+
+        try:
+            runner.resume(thread_id, Approve(actor="ana"))
+        except AlreadyDecidedError as exc:   # someone was faster: show it, nothing changed
+            print(exc)
+        except HitlError as exc:             # any other refusal: the message says what to do
+            print(exc)"""
 
 
 class ConfigError(HitlError):

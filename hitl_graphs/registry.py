@@ -55,6 +55,13 @@ class Workflow:
             `rejected` or `cancelled`; `None` keeps the default). By default a thread that ends
             right after a reject is `rejected`, else `completed`; an agent that carries on after a
             rejected tool call, or a plan review whose reject means "cancel", says otherwise here.
+
+    Example:
+        >>> from hitl_graphs.examples import approval_graph
+        >>> wf = Workflow("deploy", lambda: approval_graph().compile(interrupt_before=["execute"]),
+        ...               on_approve={"approved": True}, on_reject={"approved": False})
+        >>> wf.name
+        'deploy'
     """
 
     name: str
@@ -86,6 +93,11 @@ _REGISTRY: dict[str, Workflow] = {}
 def register(workflow: Workflow, *, replace: bool = False) -> Workflow:
     """Make a workflow available by name to runners and the CLI.
 
+    Example:
+        >>> from hitl_graphs.examples import email_graph
+        >>> register(Workflow("mail", email_graph), replace=True).name
+        'mail'
+
     Raises:
         ConfigError: the name is taken and `replace` is false.
     """
@@ -97,6 +109,10 @@ def register(workflow: Workflow, *, replace: bool = False) -> Workflow:
 
 def get_workflow(name: str) -> Workflow:
     """The registered workflow called `name`.
+
+    Example:
+        >>> get_workflow("email").description.startswith("draft a mail")
+        True
 
     Raises:
         UnknownWorkflowError: naming the registered workflows.
@@ -113,7 +129,11 @@ def get_workflow(name: str) -> Workflow:
 
 
 def registered() -> dict[str, Workflow]:
-    """A copy of the registry: name -> workflow (the built-in workflows included)."""
+    """A copy of the registry: name -> workflow (the built-in workflows included).
+
+    Example:
+        >>> "plan-review" in registered()
+        True"""
     _register_builtins()
     return dict(_REGISTRY)
 
@@ -135,6 +155,10 @@ def _register_builtins() -> None:
 
 def load_app(module: str) -> None:
     """Import a user's module so its `register(...)` calls run (the CLI's `--app`).
+
+    Example::
+
+        load_app("myapp.workflows")   # myapp/workflows.py calls register(Workflow(...))
 
     Raises:
         ConfigError: the module cannot be imported.

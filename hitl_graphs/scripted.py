@@ -33,6 +33,10 @@ def tool_call(name: str, args: dict[str, Any], *, id: str | None = None, content
     """An AI message asking for one tool call (a script entry).
 
     The call id is derived from the name and arguments unless given, so replays match.
+
+    Example:
+        >>> tool_call("add", {"a": 1, "b": 2}, id="c1").tool_calls[0]["args"]
+        {'a': 1, 'b': 2}
     """
     call_id = id or f"call_{uuid.uuid5(uuid.NAMESPACE_URL, name + repr(sorted(args.items()))).hex[:12]}"
     return AIMessage(content=content, tool_calls=[{"name": name, "args": args, "id": call_id, "type": "tool_call"}])
@@ -46,6 +50,11 @@ class ScriptedChatModel(BaseChatModel):
         responder: Instead of a script, a function from the conversation to the reply.
         default: Reply once the script is used up; without it the model raises, naming the
             conversation length, so a test never silently loops.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> ScriptedChatModel(script=["hi", "bye"]).invoke([HumanMessage("hello")]).content
+        'hi'
     """
 
     script: Sequence[str | AIMessage] = Field(default_factory=list)

@@ -86,3 +86,24 @@ def _modules() -> list[str]:
 def test_docstring_examples_run(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
+
+
+def test_public_functions_and_classes_show_an_example() -> None:
+    import inspect
+    import typing
+
+    missing = []
+    for name in hitl_graphs.__all__:
+        obj = getattr(hitl_graphs, name)
+        if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+            continue
+        if inspect.isclass(obj) and (
+            (issubclass(obj, Exception) and obj is not hitl_graphs.HitlError)
+            or typing.is_typeddict(obj)
+            or getattr(obj, "_is_protocol", False)
+        ):
+            continue  # errors (see HitlError), state schemas and protocols are documented by their users
+        doc = inspect.getdoc(obj) or ""
+        if "Example" not in doc:
+            missing.append(name)
+    assert missing == []

@@ -74,6 +74,12 @@ class PhaseInput:
         attempt: 1 for the first run of the phase, 2 after one reject, ...
         feedback: The reasons given with each earlier reject of this phase, oldest first.
         rejected: The outputs those rejects sent back, oldest first.
+
+    Example:
+        >>> def draft(phase: PhaseInput) -> str:
+        ...     return f"{phase.phase} v{phase.attempt}" + (f" ({phase.feedback[-1]})" if phase.feedback else "")
+        >>> draft(PhaseInput(task="t", phase="draft", attempt=2, feedback=("shorter",)))
+        'draft v2 (shorter)'
     """
 
     task: str
@@ -113,7 +119,12 @@ class Phase:
 
 @dataclass(frozen=True, slots=True)
 class PhaseOutput:
-    """What a gate policy looks at: one phase's output, as it ran."""
+    """What a gate policy looks at: one phase's output, as it ran.
+
+    Example:
+        >>> needs_review = lambda result: result.output.startswith("NEEDS_APPROVAL:")
+        >>> needs_review(PhaseOutput(task="t", phase="plan", output="NEEDS_APPROVAL: drop table", attempt=1))
+        True"""
 
     task: str
     phase: str

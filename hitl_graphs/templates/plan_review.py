@@ -113,6 +113,12 @@ class PlanContext:
             input, else empty); for the executor, the approved plan being run.
         done: The steps executed so far, with their results.
         versions: Every plan version so far (a chat-model planner replays them as its memory).
+
+    Example:
+        >>> def executor(step: str, context: PlanContext) -> str:
+        ...     return f"{step}: done ({len(context.done)} before)"
+        >>> executor("check logs", PlanContext(task="fix CI", plan=("check logs",)))
+        'check logs: done (0 before)'
     """
 
     task: str
@@ -143,6 +149,12 @@ class PlanProposal(BaseModel):
         version: The plan version under review.
         plan: Its steps.
         done: How many steps have run so far.
+
+    Example:
+        >>> def notify(proposal: PlanProposal) -> None:
+        ...     print(f"plan v{proposal.version} for {proposal.task!r} waits: hitl approve {proposal.thread_id}")
+        >>> notify(PlanProposal(thread_id="t1", key="plan-v1", task="fix CI", version=1, plan=("a",), done=0))
+        plan v1 for 'fix CI' waits: hitl approve t1
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
