@@ -31,12 +31,23 @@ Synchronous = Literal["FULL", "NORMAL"]
 
 
 def default_db_path() -> Path:
-    """`$HITL_DB` if set, else `checkpoints/hitl.sqlite` (relative to the working directory)."""
+    """`$HITL_DB` if set, else `checkpoints/hitl.sqlite` (relative to the working directory).
+
+    Example:
+        >>> str(default_db_path()).endswith(".sqlite")
+        True"""
     return Path(os.environ.get(DB_ENV) or DEFAULT_DB)
 
 
 class HitlSqliteSaver(SqliteSaver):
     """`SqliteSaver` that also serves LangGraph's async API, on a worker thread.
+
+    Example:
+        >>> import sqlite3
+        >>> saver = HitlSqliteSaver(sqlite3.connect(":memory:", check_same_thread=False))
+        >>> import asyncio
+        >>> asyncio.run(saver.aget_tuple({"configurable": {"thread_id": "none"}})) is None
+        True
 
     SQLite calls are short and serialised by the saver's lock; running them off the event loop
     keeps `ainvoke` responsive while another process holds the write lock.
