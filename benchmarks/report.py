@@ -1,0 +1,115 @@
+"""Print results.json as tables (Rich if available, else plain text)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _mmm(s: dict[str, Any] | None, unit: str = "") -> str:
+    if not s or s.get("median") is None:
+        return "-"
+    return f"{s['median']:g}{unit}  ({s['min']:g} .. {s['max']:g})"
+
+
+class _Out:
+    def __init__(self) -> None:
+        try:
+            import sys
+
+            from rich.console import Console
+            from rich.table import Table
+        except ImportError:  # pragma: no cover
+            self.console, self.Table = None, None
+        else:
+            self.console = Console() if sys.stdout.isatty() else Console(width=130)
+            self.Table = Table
+
+    def table(self, title: str, columns: list[str], rows: list[list[Any]]) -> None:
+        if self.console is not None and self.Table is not None:
+            t = self.Table(title=title, title_justify="left")
+            for c in columns:
+                t.add_column(c)
+            for r in rows:
+                t.add_row(*[str(x) for x in r])
+            self.console.print(t)
+            return
+        print(f"\n{title}")
+        widths = [max(len(str(x)) for x in col) for col in zip(columns, *rows, strict=False)]
+        for r in [columns, *rows]:
+            print("  ".join(str(x).ljust(w) for x, w in zip(r, widths, strict=False)))
+
+
+def print_report(results: dict[str, Any]) -> None:
+    out = _Out()
+    print(f"\nbenchmarks ({results['mode']}): {results['ours_graph']}; cpus={results['machine']['cpus']}, "
+          f"sqlite {results['machine']['sqlite']}; figures are median (min .. max)")
+    if ov := results.get("overhead"):
+        for name, v in ov["variants"].items():
+            print(f"   {name}: {v['about']}")
+        rows = [[name, _mmm(v["cycles_per_s"]), _mmm(v["ms_per_cycle"])] for name, v in ov["variants"].items()]
+        out.table(f"1. one pause+resume cycle ({ov['rounds']} rounds x {ov['cycles_per_round']} cycles)",
+                  ["setup", "cycles/s", "ms/cycle"], rows)
+        out.table("1. time ratios, per round (above 1: the first is slower)", ["ratio", "x"],
+                  [[k, _mmm(v)] for k, v in ov["ratios"].items()])
+    if pr := results.get("profile"):
+        rows = []
+        for name, v in pr.items():
+            calls = ", ".join(f"{k} {c:g}" for k, c in v["saver_calls"].items())
+            rows.append([name, f"{v['commits']:g}", calls])
+        out.table("profile: per cycle", ["setup", "SQLite commits", "checkpoint saver calls"], rows)
+        for name, v in pr.items():
+            if "effects" in v and name in ("ours", "ours_grouped"):
+                out.table(f"profile: {name}, the runner's I/O per cycle (start {v['ms']['start']} ms, "
+                          f"resume {v['ms']['resume']} ms)", ["effect", "per cycle", "us each"],
+                          [[e["effect"], f"{e['per_cycle']:g}", e["us_each"]] for e in v["effects"]])
+    if li := results.get("listing"):
+        listing = li["listing"]
+        rows = []
+        for size, s in listing["ours_first_page_ms"].items():
+            plain = listing["plain_scan"].get(size, {})
+            rows.append([f"{int(size):,}", _mmm(s, " ms"), _mmm(plain.get("ms"), " ms"), _mmm(plain.get("plain / ours"), "x"),
+                         f"{li['populated'][size]['seconds']} s, {li['populated'][size]['mb']} MB"])
+        out.table("2. list pending reviews: first page of 50", ["paused threads", "ours", "plain (full scan)",
+                                                                  "plain / ours", "bulk populate"], rows)
+        out.table("2. ours, page size at the largest database", ["page size", "ours"],
+                  [[p, _mmm(s, " ms")] for p, s in listing["ours_page_size_ms_at_largest"].items()])
+        r = li["resume"]
+        small, large = str(r["small"]), str(r["large"])
+        rows = []
+        for key in ("ours", "plain", "ours_with_proposed_index"):
+            if key in r:
+                e = r[key]
+                rows.append([key, _mmm(e["ms"][small], " ms"), _mmm(e["ms"][large], " ms"), f"{e['median large / median small']}x",
+                             _mmm(e["large / small (pairs)"], "x")])
+        out.table(f"3. resume one random paused thread ({r['bulk_threads_resumed_ok']}/{r['bulk_threads_resumed']} "
+                  "bulk threads resumed ok)", ["setup", f"{int(small):,} threads", f"{int(large):,} threads",
+                                               "median ratio", "ratio per pair"], rows)
+        if "ours_with_proposed_index" in r:
+            print(f"   proposed index: {r['ours_with_proposed_index']['index']}")
+    if tp := results.get("throughput"):
+        rows = []
+        for name, e in tp["configs"].items():
+            check = e.get("check")
+            rows.append([name, _mmm(e["1"]["cycles_per_s"]), _mmm(e["2"]["cycles_per_s"]), e["scaling"],
+                         e["2"]["conflicts"], "-" if check is None else ("ok" if check["ok"] else f"FAILED {check}")])
+        raw = tp["raw_sqlite_commits_per_s"]
+        rows.append(["raw SQLite commits/s", f"FULL {raw['FULL']:,}", f"NORMAL {raw['NORMAL']:,}", "", "", ""])
+        out.table(f"4. throughput ({tp['windows']} windows of {tp['seconds_per_window']} s)",
+                  ["setup", "1 worker cycles/s", "2 workers cycles/s", "2/1", "conflicts (2w)", "decisions"], rows)
+        if bound := tp.get("commit_bound_cycles_per_s"):
+            print("   commit-bound ceiling (raw commits/s / commits per cycle): "
+                  + ", ".join(f"{name} {b['FULL']:,}" for name, b in bound.items() if name in tp["configs"]))
+    if dk := results.get("disk"):
+        rows = []
+        for name, v in dk.items():
+            if name == "threads":
+                continue
+            detail = ", ".join(f"{k} {b}" for k, b in v["paused"].items() if k != "total")
+            rows.append([name, v["paused"].get("total", 0), v["finished"].get("total", 0), detail])
+        out.table(f"5. bytes on disk per thread ({dk['threads']} threads, after VACUUM)",
+                  ["setup", "paused", "finished", "paused, by table"], rows)
+    if tg := results.get("targets"):
+        out.table("targets (met: - when not judged: a quick run, or fewer than 100,000 threads)",
+                  ["what", "target", "measured", "met"],
+                  [[t["what"], t["target"], t["measured"], {True: "yes", False: "NO", None: "-"}[t["met"]]]
+                   for t in tg])

@@ -1,0 +1,192 @@
+"""The configurations compared: ours (the Runner) and plain LangGraph, each a way to run one cycle.
+
+A *cycle* is one start (plan -> review pauses) plus one resume with an approval (review ->
+execute -> end), on a fresh thread id.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sqlite3
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.types import Command
+
+from benchmarks.graphs import WORKFLOW, ours_workflow, plain_plan_review_graph
+
+INPUT = {"task": "summarise the three biggest breakthroughs of the year"}
+
+
+@dataclass(frozen=True)
+class Ours:
+    """A Runner configuration."""
+
+    name: str
+    synchronous: str = "FULL"
+    durability: str | None = None
+    store: dict[str, Any] = field(default_factory=dict)
+    """Extra `SqliteStore` keyword arguments (skipped, with a note, if this store lacks them)."""
+    about: str = ""
+
+    def supported(self) -> bool:
+        from hitl_graphs.store import SqliteStore
+
+        params = inspect.signature(SqliteStore).parameters
+        return all(k in params for k in self.store)
+
+    def runner(self, db: str, steps: int = 1) -> Any:
+        from hitl_graphs import Runner, SqliteStore
+
+        store = SqliteStore(db, synchronous=self.synchronous, **self.store)  # type: ignore[arg-type]
+        return Runner(store, [ours_workflow(steps)], durability=self.durability, owns_store=True)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Plain:
+    """A plain LangGraph configuration: `SqliteSaver` on a connection of its own, or `InMemorySaver`."""
+
+    name: str
+    saver: str = "sqlite"  # or "memory"
+    synchronous: str | None = None  # None: SQLite's default (FULL)
+    durability: str | None = None
+    about: str = ""
+
+    def open(self, db: str, steps: int = 1) -> tuple[Any, sqlite3.Connection | None]:
+        from langgraph.checkpoint.memory import InMemorySaver
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        if self.saver == "memory":
+            return plain_plan_review_graph(steps).compile(checkpointer=InMemorySaver()), None
+        conn = sqlite3.connect(db, check_same_thread=False)
+        saver = SqliteSaver(conn)
+        saver.setup()
+        if self.synchronous:
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+        return plain_plan_review_graph(steps).compile(checkpointer=saver), conn
+
+
+def ours_cycle(runner: Any) -> Callable[[], None]:
+    from hitl_graphs import Approve
+
+    def cycle() -> None:
+        paused = runner.start(WORKFLOW, INPUT)
+        if paused.status != "paused":
+            raise RuntimeError(f"expected a pause, got {paused.status}: {paused.error}")
+        done = runner.resume(paused.thread_id, Approve(actor="bench"))
+        if done.status != "done":
+            raise RuntimeError(f"expected the end, got {done.status}: {done.error}")
+
+    return cycle
+
+
+def plain_cycle(app: Any, durability: str | None = None) -> Callable[[], None]:
+    def cycle() -> None:
+        config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+        out = app.invoke(INPUT, config, durability=durability)
+        if "__interrupt__" not in out:
+            raise RuntimeError("expected a pause")
+        out = app.invoke(Command(resume={"kind": "approve", "actor": "bench"}), config, durability=durability)
+        if not out.get("results"):
+            raise RuntimeError("expected the plan to run")
+
+    return cycle
+
+
+PLAIN_MEMORY = Plain("plain_memory", saver="memory", about="plain LangGraph, InMemorySaver (nothing durable)")
+PLAIN_SQLITE = Plain("plain_sqlite", about="plain LangGraph, SqliteSaver, SQLite defaults (WAL, synchronous=FULL)")
+PLAIN_SQLITE_NORMAL = Plain("plain_sqlite_normal", synchronous="NORMAL",
+                            about="plain LangGraph, SqliteSaver, synchronous=NORMAL")
+PLAIN_SQLITE_SYNC = Plain("plain_sqlite_sync", durability="sync",
+                          about="plain LangGraph, SqliteSaver (FULL), durability='sync' (a finished step is never re-run)")
+PLAIN_SQLITE_EXIT = Plain("plain_sqlite_exit", durability="exit",
+                          about="plain LangGraph, SqliteSaver (FULL), durability='exit'")
+
+OURS = Ours("ours", about="Runner, defaults (synchronous=FULL, LangGraph's default durability)")
+OURS_NORMAL = Ours("ours_normal", synchronous="NORMAL", about="Runner, synchronous=NORMAL (survives SIGKILL, not power loss)")
+OURS_EXIT = Ours("ours_exit", durability="exit", about="Runner, synchronous=FULL, durability='exit'")
+OURS_GROUPED = Ours("ours_grouped", durability="sync", store={"group_commits": True},
+                    about="Runner, synchronous=FULL, SqliteStore(group_commits=True), durability='sync'")
+OURS_GROUPED_NORMAL = Ours("ours_grouped_normal", synchronous="NORMAL", durability="sync", store={"group_commits": True},
+                           about="Runner, synchronous=NORMAL, SqliteStore(group_commits=True), durability='sync'")
+
+
+def ours_setups(*, quick: bool) -> list[Ours]:
+    if quick:
+        return [OURS, OURS_GROUPED]
+    return [OURS, OURS_GROUPED, OURS_NORMAL, OURS_GROUPED_NORMAL, OURS_EXIT]
+
+
+def plain_setups(*, quick: bool) -> list[Plain]:
+    if quick:
+        return [PLAIN_MEMORY, PLAIN_SQLITE]
+    return [PLAIN_MEMORY, PLAIN_SQLITE, PLAIN_SQLITE_SYNC, PLAIN_SQLITE_NORMAL, PLAIN_SQLITE_EXIT]
+
+
+# time ratios reported for figure 1 (a / b: above 1, a is slower)
+PAIRS: list[tuple[str, str]] = [
+    ("ours", "plain_sqlite"),
+    ("ours", "plain_memory"),
+    ("plain_sqlite", "plain_memory"),
+    ("ours_normal", "plain_sqlite_normal"),
+    ("ours_normal", "plain_memory"),
+    ("ours_exit", "plain_sqlite"),
+    ("ours_exit", "plain_sqlite_exit"),
+    ("ours_exit", "plain_memory"),
+    ("ours_grouped", "plain_sqlite"),
+    ("ours_grouped", "plain_sqlite_sync"),
+    ("ours_grouped", "ours"),
+    ("ours_grouped", "plain_memory"),
+    ("ours_grouped_normal", "plain_sqlite_normal"),
+    ("ours_grouped_normal", "plain_memory"),
+]
+THROUGHPUT = {"ours", "ours_grouped", "plain_sqlite"}
+THROUGHPUT_QUICK = {"ours", "plain_sqlite"}
+DISK = {"ours", "ours_grouped", "plain_sqlite", "ours_exit", "plain_sqlite_exit"}
+
+
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 7's floors and targets next to what this run measured (medians). A quick run judges
+    only what is not a timing (its timings are too short to mean anything)."""
+    out: list[dict[str, Any]] = []
+    quick = results.get("mode") == "quick"
+
+    def add(what: str, target: str, measured: Any, met: bool | None, timing: bool = True) -> None:
+        out.append({"what": what, "target": target, "measured": measured, "met": None if quick and timing else met})
+
+    ratios = results.get("overhead", {}).get("ratios", {})
+    for key, what, limit in [
+        ("ours / plain_sqlite", "1. overhead floor, defaults: ours vs plain SqliteSaver (both FULL)", 1.10),
+        ("ours_grouped / plain_sqlite", "1. overhead floor, group_commits: ours vs plain SqliteSaver (both FULL)", 1.10),
+        ("ours_grouped / plain_sqlite_sync", "1. same, both durability='sync' (no finished step re-run)", 1.10),
+        ("ours_grouped / plain_memory", "1. target: power-loss durable cycle (FULL) vs plain InMemorySaver", 1.0),
+        ("ours_grouped_normal / plain_memory", "1. target: SIGKILL-durable cycle (NORMAL) vs plain InMemorySaver", 1.0),
+    ]:
+        if r := ratios.get(key):
+            add(f"{what} [{key}]", f"<= {limit:.2f}x", r["median"], r["median"] <= limit)
+    listing = results.get("listing", {}).get("listing", {})
+    if first := listing.get("ours_first_page_ms"):
+        largest = max(first, key=int)
+        smallest = min(first, key=int)
+        add(f"2. first page of 50 at {int(largest):,} paused threads", "< 10 ms", first[largest]["median"],
+            first[largest]["median"] < 10 if int(largest) >= 100_000 else None)
+        add(f"2. first page: {int(largest):,} vs {int(smallest):,} threads (flat in the thread count)", "~1x",
+            round(first[largest]["median"] / first[smallest]["median"], 2), None)
+    resume = results.get("listing", {}).get("resume", {})
+    if resume:
+        big = resume["large"] >= 100_000
+        for key, what in [("ours", "ours"), ("ours_with_proposed_index", "ours, with the proposed ledger index"),
+                          ("plain", "plain LangGraph")]:
+            if key in resume:
+                ratio = resume[key]["median large / median small"]
+                add(f"3. resume latency at {resume['large']:,} vs {resume['small']:,} threads: {what}", "<= 1.2x",
+                    ratio, ratio <= 1.2 if big else None)
+        add("3. bulk-populated threads resumed through the Runner", "all",
+            f"{resume['bulk_threads_resumed_ok']}/{resume['bulk_threads_resumed']}",
+            resume["bulk_threads_resumed_ok"] == resume["bulk_threads_resumed"], timing=False)
+    for name, entry in results.get("throughput", {}).get("configs", {}).items():
+        if "check" in entry:
+            add(f"4. {name}: no lost or doubled decisions", "none", entry["check"]["ok"], entry["check"]["ok"], timing=False)
+    return out

@@ -1,0 +1,80 @@
+"""A throughput worker process: `python -m benchmarks.worker SPEC_JSON`.
+
+Prints `ready` once its database is open, then for every line `SECONDS` read on stdin runs cycles
+for that long and prints one JSON line: `{"cycles", "conflicts", "won": [thread ids]}`.
+
+- ours: start a thread (it pauses), then take a review from the shared queue (`pending`, one of
+  the `window` oldest at random) and resume it; a review another worker decided first is a
+  conflict (`AlreadyDecidedError`, `ThreadBusyError`...), and the worker takes another.
+- plain: start and resume its own thread (plain LangGraph has no queue to take from).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import time
+from typing import Any
+
+from benchmarks.graphs import WORKFLOW
+from benchmarks.setups import INPUT, Ours, Plain, plain_cycle
+
+
+def main() -> None:
+    spec: dict[str, Any] = json.loads(sys.argv[1])
+    rng = random.Random(spec.get("seed", 0) * 7919 + os.getpid())
+    if spec["kind"] == "ours":
+        from hitl_graphs import Approve, HitlError
+
+        runner = Ours("worker", synchronous=spec["synchronous"], durability=spec["durability"],
+                      store=spec.get("store") or {}).runner(spec["db"])
+        me = f"w{os.getpid()}"
+        window = int(spec.get("window", 4))
+        for _ in range(2):  # warm up, and keep a few reviews waiting in the queue
+            runner.start(WORKFLOW, INPUT)
+
+        def run(seconds: float) -> dict[str, Any]:
+            won: list[str] = []
+            conflicts = 0
+            end = time.perf_counter() + seconds
+            while time.perf_counter() < end:
+                runner.start(WORKFLOW, INPUT)
+                while True:
+                    page = runner.pending(limit=window)
+                    if not page:
+                        break
+                    review = rng.choice(page)
+                    try:
+                        runner.resume(review.thread_id, Approve(actor=me), review_id=review.review_id)
+                    except HitlError:
+                        conflicts += 1
+                        continue
+                    won.append(review.thread_id)
+                    break
+            return {"cycles": len(won), "conflicts": conflicts, "won": won}
+
+    else:
+        plain = Plain("worker", saver=spec["saver"], synchronous=spec["synchronous"], durability=spec["durability"])
+        app, _ = plain.open(spec["db"])
+        cycle = plain_cycle(app, plain.durability)
+        cycle()
+
+        def run(seconds: float) -> dict[str, Any]:
+            n = 0
+            end = time.perf_counter() + seconds
+            while time.perf_counter() < end:
+                cycle()
+                n += 1
+            return {"cycles": n, "conflicts": 0, "won": []}
+
+    print("ready", flush=True)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        print(json.dumps(run(float(line))), flush=True)
+
+
+if __name__ == "__main__":
+    main()
