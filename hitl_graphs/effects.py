@@ -46,9 +46,10 @@ CONFIG_KEY = "hitl_effects"
 class EffectLog:
     """The ledger table of recorded effect results; the runner passes it to graphs it runs."""
 
-    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock, *, relaxed: bool = False) -> None:
         self.conn = conn
         self.lock = lock
+        self.relaxed = relaxed  # the task's own writes, committed right after, flush these rows
 
     def get(self, thread_id: str, key: str) -> tuple[bool, Any]:
         with self.lock:
@@ -58,27 +59,21 @@ class EffectLog:
     def record_once(self, thread_id: str, key: str, event: str, data: dict[str, Any]) -> None:
         """Append `event` to the thread's audit history unless `key` was recorded before."""
         from hitl_graphs import audit
+        from hitl_graphs.store import write_transaction
 
         now = time.time()
-        with self.lock:
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                added = self.conn.execute(
-                    "INSERT OR IGNORE INTO hitl_effects VALUES (?, ?, ?, ?)", (thread_id, key, json.dumps(data), now)
-                ).rowcount
-                if added:
-                    audit.append(self.conn, thread_id, [audit.Event(event, data=data)], now)
-            except BaseException:
-                self.conn.rollback()
-                raise
-            self.conn.commit()
+        with write_transaction(self.conn, self.lock, relaxed=self.relaxed) as c:
+            added = c.execute(
+                "INSERT OR IGNORE INTO hitl_effects VALUES (?, ?, ?, ?)", (thread_id, key, json.dumps(data), now)
+            ).rowcount
+            if added:
+                audit.append(c, thread_id, [audit.Event(event, data=data)], now)
 
     def put(self, thread_id: str, key: str, result: Any) -> None:
-        with self.lock:
-            self.conn.execute(
-                "INSERT OR IGNORE INTO hitl_effects VALUES (?, ?, ?, ?)", (thread_id, key, json.dumps(result), time.time())
-            )
-            self.conn.commit()
+        from hitl_graphs.store import write_transaction
+
+        with write_transaction(self.conn, self.lock, relaxed=self.relaxed) as c:
+            c.execute("INSERT OR IGNORE INTO hitl_effects VALUES (?, ?, ?, ?)", (thread_id, key, json.dumps(result), time.time()))
 
 
 def effect_key(name: str) -> str:

@@ -38,6 +38,7 @@ from hitl_graphs.errors import (
 from hitl_graphs import audit, effects, feedback
 from hitl_graphs.audit import Event
 from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStatus
+from hitl_graphs.store import write_transaction
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS hitl_threads (
@@ -70,6 +71,7 @@ CREATE TABLE IF NOT EXISTS hitl_reviews (
 );
 CREATE INDEX IF NOT EXISTS hitl_reviews_deadline ON hitl_reviews (status, deadline) WHERE deadline IS NOT NULL;
 CREATE INDEX IF NOT EXISTS hitl_reviews_pending ON hitl_reviews (status, created_at, review_id);
+CREATE INDEX IF NOT EXISTS hitl_reviews_thread ON hitl_reviews (thread_id, status, created_at, review_id);
 CREATE INDEX IF NOT EXISTS hitl_reviews_workflow ON hitl_reviews (workflow, status, created_at, review_id);
 """
 
@@ -130,23 +132,17 @@ class ReviewRow:
 class Ledger:
     """SQL for the ledger tables. Every method is one transaction."""
 
-    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock, *, relaxed: bool = False) -> None:
         self.conn = conn
         self.lock = lock
+        self.relaxed = relaxed
         with self.lock:
             self.conn.executescript(_SCHEMA + audit.SCHEMA + feedback.SCHEMA + effects.SCHEMA)
 
     @contextmanager
-    def _tx(self, immediate: bool = False) -> Iterator[sqlite3.Connection]:
-        with self.lock:
-            if immediate:
-                self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self.conn
-            except BaseException:
-                self.conn.rollback()
-                raise
-            self.conn.commit()
+    def _tx(self, immediate: bool = True) -> Iterator[sqlite3.Connection]:
+        with write_transaction(self.conn, self.lock, relaxed=self.relaxed) as c:
+            yield c
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self.lock:

@@ -196,8 +196,8 @@ class Runner:
         owns_store: bool = False,
     ) -> None:
         self.store = store
-        self.ledger = Ledger(store.conn, store.lock)
-        self.effects = EffectLog(store.conn, store.lock)
+        self.ledger = Ledger(store.conn, store.lock, relaxed=store.relaxed_ledger)
+        self.effects = EffectLog(store.conn, store.lock, relaxed=store.relaxed_ledger)
         self._workflows = {w.name: w for w in workflows} if workflows is not None else None
         self._graphs: dict[str, Graph] = {}
         self.lease = lease
@@ -425,9 +425,8 @@ class Runner:
         wf = self.workflow(name)
         graph = self.graph(name)
         thread_id = thread_id or uuid.uuid4().hex
-        config = _config(thread_id)
-        existing: StateSnapshot = yield _GetState(graph, config)
-        if existing.created_at is not None:
+        existing: str | None = yield _Call(self.store.saver.latest_checkpoint_id, (thread_id,))
+        if existing is not None:
             raise ThreadExistsError(f"thread {thread_id!r} already has checkpoints; resume it or start with another id")
         data = dict(input if input is not None else (wf.example_input or {}))
         yield _Call(self.ledger.create_thread, (thread_id, name),
@@ -474,6 +473,20 @@ class Runner:
             yield from self._explain_nothing_pending(row, review_id)
         review = yield from self._pick(row, pending, review_id)
         clean = _check(decision, review.request, graph, roles=roles, started_by=row.started_by)
+        values: Any = None
+        latest: str | None = yield _Call(self.store.saver.latest_checkpoint_id, (thread_id,))
+        state_patch = isinstance(clean, Modify) and review.request.patch_target == "state"
+        if latest is None or latest != review.checkpoint_id or state_patch:
+            # the checkpoint moved since the ledger recorded the review (or we need its values):
+            # read it, and make sure the review still waits there, showing the same payload
+            values = yield from self._check_still_pending(wf, graph, row, review)
+        yield _Call(self.ledger.claim, (thread_id, review.review_id, decision_to_json(clean)),
+                    {"owner": this_owner(), "lease_until": time.time() + self.lease,
+                     "record": _replaced(clean, review.request, values)})
+        return (yield from self._apply(wf, graph, thread_id, review, clean))
+
+    def _check_still_pending(self, wf: Workflow, graph: Graph, row: ThreadRow, review: ReviewRow) -> Flow[Any]:
+        thread_id = row.thread_id
         pause = yield from self._read(wf, graph, thread_id)
         current = {r.review_id: r for r in pause.reviews}.get(review.review_id)
         if current is None:
@@ -490,10 +503,7 @@ class Runner:
             raise StaleReviewError(
                 f"what review {review.review_id!r} shows has changed since it was listed; look again (`hitl show {thread_id}`)"
             )
-        yield _Call(self.ledger.claim, (thread_id, review.review_id, decision_to_json(clean)),
-                    {"owner": this_owner(), "lease_until": time.time() + self.lease,
-                     "record": _replaced(clean, review.request, pause.values)})
-        return (yield from self._apply(wf, graph, thread_id, review, clean))
+        return pause.values
 
     def _sweep(self) -> Flow[list[ThreadView]]:
         due: list[ReviewRow] = yield _Call(self.ledger.due, (time.time(),))
@@ -772,8 +782,9 @@ class Runner:
             values = snapshot.values
         values = to_json(values)
         state = values if isinstance(values, dict) else {"value": values}
-        pending: list[ReviewRow] = yield _Call(self.ledger.reviews, (row.thread_id, ("pending",)))
-        decided: list[ReviewRow] = yield _Call(self.ledger.reviews, (row.thread_id, ("decided",)))
+        open_reviews: list[ReviewRow] = yield _Call(self.ledger.reviews, (row.thread_id, ("pending", "decided")))
+        pending = [r for r in open_reviews if r.status == "pending"]
+        decided = [r for r in open_reviews if r.status == "decided"]
         return ThreadView(
             thread_id=row.thread_id,
             workflow=row.workflow,

@@ -47,7 +47,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -73,6 +73,35 @@ Synchronous = Literal["FULL", "NORMAL"]
 
 _CHECKPOINT_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata"
 _WRITE_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value"
+
+
+@contextmanager
+def write_transaction(
+    conn: sqlite3.Connection, lock: threading.Lock, *, relaxed: bool = False
+) -> Iterator[sqlite3.Connection]:
+    """One `BEGIN IMMEDIATE` ... `COMMIT` on the shared connection, rolled back on error.
+
+    `relaxed` commits without waiting for the disk flush (`synchronous=NORMAL` for this commit
+    only). That loses nothing to a process crash, only to power loss, and the ledger rows it is
+    used for are followed by a graph run whose own checkpoint commit (`FULL`) flushes the WAL,
+    these rows included, before the caller hears back. What a power cut could still drop is the
+    ledger's record after the run's last checkpoint, which `reconcile` rebuilds from the
+    checkpoints. So a durable cycle costs the disk flushes plain LangGraph pays, and no more.
+    """
+    with lock:
+        if relaxed:
+            conn.execute("PRAGMA synchronous=NORMAL")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
+        finally:
+            if relaxed:
+                conn.execute("PRAGMA synchronous=FULL")
 
 
 def default_db_path() -> Path:
@@ -382,7 +411,11 @@ class SqliteStore(AbstractContextManager["SqliteStore"]):
         self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute(f"PRAGMA synchronous={synchronous}")
+        self.synchronous = synchronous
         self.saver = HitlSqliteSaver(self.conn, group_commits=group_commits)
+        # our own rows may skip the disk flush when LangGraph's next checkpoint commit flushes them
+        # (see `write_transaction`); not when a pause's checkpoint rides on our commit
+        self.relaxed_ledger = synchronous == "FULL" and not group_commits
         self.saver.setup()
         self.lock = self.saver.lock
 
