@@ -88,6 +88,7 @@ from hitl_graphs.templates import (
     create_tool_approval_graph,
     default_levels,
     plan_memory,
+    plan_outcome,
     review_when_marked,
     tool_args_schema,
 )
@@ -169,6 +170,7 @@ __all__ = [
     "load_app",
     "parse_decision",
     "plan_memory",
+    "plan_outcome",
     "register",
     "registered",
     "request_review",

@@ -88,3 +88,33 @@ def test_review_refuses_without_a_terminal(db: str) -> None:
     result = hitl(db, "review")
     assert result.returncode == 1 and "needs a terminal" in result.stderr
     assert os.path.exists(ROOT)
+
+
+def test_modify_in_an_editor_sends_only_what_changed(tmp_path: Path) -> None:
+    import io
+    import json
+
+    from rich.console import Console
+
+    from hitl_graphs import Modify, ReviewRequest
+    from hitl_graphs.reviewer import ConsoleReviewer
+
+    editor = tmp_path / "editor.py"
+    editor.write_text(
+        "import json, sys\n"
+        "path = sys.argv[1]\n"
+        "values = json.load(open(path))\n"
+        "assert values == {'plan': ['a', 'b'], 'title': 'x'}, values\n"
+        "values['plan'] = ['b', 'a', 'c']\n"
+        "json.dump(values, open(path, 'w'))\n"
+    )
+    review = ReviewRequest(
+        review_id="r", thread_id="t", workflow="w", node="n", position="before", kind="plan", title="Plan",
+        payload={"plan": ["a", "b"]}, allowed=("approve", "modify", "reject"), editable=("plan", "title"),
+        source="interrupt", created_at="2026-01-01T00:00:00Z", payload_hash="h1",
+    )
+    reviewer = ConsoleReviewer(Console(file=io.StringIO()), actor="ana", editor=f"{sys.executable} {editor}",
+                               ask=lambda prompt, choices, default: "modify")
+    decision = reviewer.decide(review, {"title": "x"})
+    assert decision == Modify(actor="ana", seen="h1", patch={"plan": ["b", "a", "c"]})
+    assert json.loads(decision.model_dump_json())["patch"] == {"plan": ["b", "a", "c"]}

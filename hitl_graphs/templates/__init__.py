@@ -36,6 +36,7 @@ from hitl_graphs.templates.plan_review import (
     PlanState,
     create_plan_review_graph,
     plan_memory,
+    plan_outcome,
 )
 from hitl_graphs.templates.tool_approval import ToolApprovalState, agent_tool, create_tool_approval_graph, tool_args_schema
 
@@ -70,6 +71,7 @@ __all__ = [
     "create_tool_approval_graph",
     "default_levels",
     "plan_memory",
+    "plan_outcome",
     "review_when_marked",
     "tool_args_schema",
 ]

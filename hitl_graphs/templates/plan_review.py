@@ -35,7 +35,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypedDict
 
@@ -48,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 
 from hitl_graphs.decisions import Approve, Modify, Reject
 from hitl_graphs.errors import ConfigError, InvalidDecisionError
+from hitl_graphs.reviews import Outcome
 from hitl_graphs.effects import record_event, run_once
 from hitl_graphs.gate import request_review, to_json
 from hitl_graphs.templates._steps import (
@@ -293,6 +294,18 @@ def create_plan_review_graph(
     graph.add_edge("plan", "review_plan")
     graph.add_conditional_edges("execute", after_step, ["execute", "plan", END])
     return graph
+
+
+def plan_outcome(state: Mapping[str, Any]) -> Outcome:
+    """How a plan-review thread ended: `cancelled` once a person rejected a plan, else `completed`.
+
+    Pass it as `Workflow(..., outcome=plan_outcome)` so `hitl show` says `done (cancelled)`.
+
+    Example:
+        >>> plan_outcome({"stopped": {"at": "plan v1", "by": "ana", "reason": "no"}}), plan_outcome({})
+        ('cancelled', 'completed')
+    """
+    return "cancelled" if state.get("stopped") else "completed"
 
 
 def plan_memory(state: PlanState | dict[str, Any]) -> list[dict[str, JsonValue]]:

@@ -20,6 +20,7 @@ from langgraph.graph import StateGraph
 from hitl_graphs.registry import Workflow
 from hitl_graphs.scripted import ScriptedChatModel
 from hitl_graphs.templates._steps import numbered, parse_steps
+from hitl_graphs.templates.plan_review import plan_outcome
 from hitl_graphs.templates.plan_review import PlanContext, PlanState, create_plan_review_graph
 
 
@@ -51,5 +52,5 @@ def plan_review_workflow() -> Workflow:
         description="a planner proposes numbered steps; approve, edit (--patch '{\"plan\": [...]}') or reject "
                     "before any runs; re-planned every 2 steps",
         example_input={"task": "summarise the three biggest AI breakthroughs of the year"},
-        outcome=lambda state: "cancelled" if state.get("stopped") else "completed",
+        outcome=plan_outcome,
     )
