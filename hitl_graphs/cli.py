@@ -24,7 +24,6 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 from rich.json import JSON
-from rich.table import Table
 
 from hitl_graphs.builtin import register_builtins
 from hitl_graphs.decisions import Approve, Decision, Escalate, Modify, Reject, Respond
@@ -192,11 +191,13 @@ def pending(
     if not reviews:
         out.print("nothing is waiting for a decision")
         return
-    table = Table("thread", "review", "workflow", "node", "kind", "title", "allowed", "created")
     for r in reviews:
-        table.add_row(r.thread_id, r.review_id[:12], r.workflow, f"{r.position} {r.node}", r.kind, r.title,
-                      ",".join(r.allowed), r.created_at.strftime("%Y-%m-%d %H:%M:%S"))
-    out.print(table)
+        role = f" · role {r.required_role}" if r.required_role else ""
+        due = f" · due {r.deadline:%Y-%m-%d %H:%M}" if r.deadline else ""
+        out.print(f"[cyan]{r.thread_id}[/cyan]  {r.workflow} · {r.position} {r.node} · {r.kind}{role}{due}"
+                  f"  [dim]{r.created_at:%Y-%m-%d %H:%M}[/dim]")
+        out.print(f"    {r.title}  [dim](review {r.key or r.review_id[:12]}: {', '.join(r.allowed)})[/dim]")
+    out.print("decide with: hitl approve|modify|reject THREAD [--review REVIEW]", style="dim")
 
 
 @app.command()

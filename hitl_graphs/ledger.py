@@ -167,15 +167,6 @@ class Ledger:
             )
             audit.append(c, thread_id, [Event("started", actor=actor, data=data)], now)
 
-    def adopt_thread(self, thread_id: str, workflow: str) -> None:
-        """Record a thread that has checkpoints but no ledger row (started outside the runner)."""
-        now = time.time()
-        with self._tx(immediate=True) as c:
-            c.execute(
-                "INSERT OR IGNORE INTO hitl_threads VALUES (?, ?, 'running', NULL, NULL, NULL, NULL, ?, ?, NULL)",
-                (thread_id, workflow, now, now),
-            )
-
     def thread(self, thread_id: str) -> ThreadRow | None:
         rows = self._read("SELECT * FROM hitl_threads WHERE thread_id = ?", (thread_id,))
         return ThreadRow(*rows[0]) if rows else None
@@ -376,15 +367,6 @@ class Ledger:
                 log.append(Event("failed" if status == "failed" else (outcome or "completed"),
                                  data={"error": error} if error else None))
             audit.append(c, thread_id, log, now)
-
-    def release(self, thread_id: str, *, status: ThreadStatus, error: str | None = None) -> None:
-        """Give a thread back without touching its reviews (used when a run fails to start)."""
-        with self._tx() as c:
-            c.execute(
-                "UPDATE hitl_threads SET status = ?, error = ?, owner = NULL, lease_until = NULL, updated_at = ? "
-                "WHERE thread_id = ?",
-                (status, error, time.time(), thread_id),
-            )
 
     def threads_with_reviews(self, review_status: str) -> list[str]:
         """Thread ids that have a review in `review_status` (uses the status index)."""

@@ -430,11 +430,3 @@ class SqliteStore(AbstractContextManager["SqliteStore"]):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def iter_thread_ids(self) -> Iterator[str]:
-        """Every thread id that has a checkpoint (a full scan: used only by `reconcile`)."""
-        self.saver.commit_deferred()
-        with self.lock:
-            rows = self.conn.execute("SELECT DISTINCT thread_id FROM checkpoints").fetchall()
-        for (thread_id,) in rows:
-            yield thread_id
