@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from langgraph.config import get_config
 from langgraph.types import Command, interrupt
 from pydantic_core import to_jsonable_python
 
@@ -88,6 +89,7 @@ def request_review(
     """
     spec = {
         GATE_MARK: 1,
+        "node": _top_level_node(),
         "kind": kind,
         "title": title or f"Review {kind}",
         "payload": to_json(payload),
@@ -159,6 +161,17 @@ def review_node(
                 raise InvalidDecisionError(f"review_node cannot route {decision.kind!r}")
 
     return review
+
+
+def _top_level_node() -> str | None:
+    """The node of the thread's own graph this pause is in (for a subgraph: the node holding it),
+    as `get_state` names the task; read from the namespace `outer:task|inner:task`."""
+    config = get_config()
+    namespace = config.get("configurable", {}).get("checkpoint_ns", "")
+    if namespace:
+        return str(namespace.split("|", 1)[0].split(":", 1)[0])
+    node = config.get("metadata", {}).get("langgraph_node")
+    return str(node) if node else None
 
 
 def read_gate(value: Any) -> dict[str, Any] | None:

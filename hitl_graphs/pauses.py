@@ -135,7 +135,7 @@ def _interrupt_review(
         review_id=review_id,
         thread_id=thread_id,
         workflow=workflow,
-        node=node,
+        node=spec.get("node") or node,
         position=spec["position"],
         kind=spec["kind"],
         title=spec["title"],
@@ -154,6 +154,31 @@ def _interrupt_review(
         default_decision=_default(spec),
         payload_hash=payload_hash(spec["payload"]),
     )
+
+
+def pause_from_output(
+    output: Any, *, thread_id: str, workflow: str, checkpoint_id: str | None, editable: Sequence[str]
+) -> Pause | None:
+    """What a finished `invoke` says, without reading the checkpoint again, where that is certain.
+
+    Only for graphs without static breakpoints (the caller checks): an output with no interrupt
+    is a finished thread, and interrupts raised by `request_review` carry their node. None when a
+    checkpoint read is needed (a plain `interrupt()` of the user's, an output that is no dict).
+    """
+    if not isinstance(output, dict):
+        return None
+    interrupts = output.get("__interrupt__") or ()
+    values = {k: v for k, v in output.items() if k != "__interrupt__"}
+    if not interrupts:
+        return Pause((), checkpoint_id, done=True, values=values)
+    created = datetime.now(UTC)
+    reviews = []
+    for i in interrupts:
+        spec = read_gate(getattr(i, "value", None))
+        if spec is None or not spec.get("node"):
+            return None
+        reviews.append(_interrupt_review(i.id, i.value, spec["node"], thread_id, workflow, created, editable))
+    return Pause(tuple(reviews), checkpoint_id, done=False, values=values)
 
 
 def _default(spec: dict[str, Any]) -> dict[str, Any] | None:

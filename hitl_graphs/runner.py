@@ -54,7 +54,7 @@ from hitl_graphs.feedback import Feedback, FeedbackClient
 from hitl_graphs.gate import to_json
 from hitl_graphs.ledger import Event, Ledger, ReviewRow, ThreadRow, owner_alive, this_owner
 from hitl_graphs.patches import state_fields, validate_patch, validate_payload_patch
-from hitl_graphs.pauses import Pause, read_pause
+from hitl_graphs.pauses import Pause, pause_from_output, read_pause
 from hitl_graphs.registry import Workflow, get_workflow
 from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadView
 from hitl_graphs.store import SqliteStore
@@ -714,11 +714,19 @@ class Runner:
     def _run(self, wf: Workflow, graph: Graph, thread_id: str, input: Any, *, outcome_if_done: Outcome) -> Flow[ThreadView]:
         """Invoke the graph, then make the ledger agree with where it stopped."""
         try:
-            yield _Invoke(graph, input, _config(thread_id, self.effects), self.durability)
+            output = yield _Invoke(graph, input, _config(thread_id, self.effects), self.durability)
         except Exception as exc:
             yield from self._settle(wf, graph, thread_id, outcome_if_done=outcome_if_done, error=exc)
             raise
-        return (yield from self._settle(wf, graph, thread_id, outcome_if_done=outcome_if_done))
+        pause = None
+        builder = getattr(graph, "builder", None)
+        whole_state = builder is not None and getattr(builder, "output_schema", None) is getattr(builder, "state_schema", None)
+        if whole_state and not graph.interrupt_before_nodes and not graph.interrupt_after_nodes:
+            # the output already says where the run stopped; skip re-reading the checkpoint
+            latest: str | None = yield _Call(self.store.saver.latest_checkpoint_id, (thread_id,))
+            pause = pause_from_output(output, thread_id=thread_id, workflow=wf.name, checkpoint_id=latest,
+                                      editable=self._editable(wf, graph))
+        return (yield from self._settle(wf, graph, thread_id, outcome_if_done=outcome_if_done, pause=pause))
 
     def _settle(
         self,
@@ -745,7 +753,7 @@ class Runner:
         if graph.interrupt_after_nodes and snapshot.parent_config and snapshot.next and not snapshot.interrupts:
             parent_snapshot: StateSnapshot = yield _GetState(graph, snapshot.parent_config)
             parent = tuple(parent_snapshot.next)
-        editable = wf.editable if wf.editable is not None else tuple(_schema_fields(graph))
+        editable = self._editable(wf, graph)
         return read_pause(
             snapshot,
             thread_id=thread_id,
@@ -755,6 +763,10 @@ class Runner:
             parent_next=lambda: parent,
             editable=editable,
         )
+
+    @staticmethod
+    def _editable(wf: Workflow, graph: Graph) -> tuple[str, ...]:
+        return tuple(wf.editable) if wf.editable is not None else _schema_fields(graph)
 
     def _sync(self, thread_id: str, pause: Pause, outcome_if_done: Outcome, error: Exception | None) -> Flow[None]:
         if pause.reviews:
