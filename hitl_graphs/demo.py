@@ -170,5 +170,5 @@ def _show_restart(runner: Runner, view: ThreadView, console: Console, interactiv
         capture_output=True, text=True,
     )
     found = view.thread_id in done.stdout
-    console.print(f"[green]another process sees the pending review[/green]" if found and done.returncode == 0
+    console.print("[green]another process sees the pending review[/green]" if found and done.returncode == 0
                   else f"[red]another process could not list it: {done.stderr.strip()}[/red]")

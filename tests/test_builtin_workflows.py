@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from hitl_graphs import Approve, Modify, Reject, Runner

@@ -19,6 +19,7 @@ from hitl_graphs import (
     Approve,
     Modify,
     NoPendingReviewError,
+    PatchError,
     PermissionDeniedError,
     Reject,
     ReviewExpiredError,
@@ -49,7 +50,7 @@ def test_expired_review_is_resolved_by_the_sweep_with_its_default(runner: Runner
 
 
 def test_low_risk_review_defaults_to_approve(runner: Runner) -> None:
-    view = runner.start("timed-approve")
+    runner.start("timed-approve")
     time.sleep(0.6)
     (swept,) = runner.sweep()
     assert swept.state["outcome"] == "approve"
@@ -169,7 +170,7 @@ def test_pending_role_filter_from_the_cli(db: str, effects_file: Path) -> None:
 
 def _activity(runner: Runner) -> str:
     view = runner.start("pay", actor="ana")
-    with pytest.raises(Exception):
+    with pytest.raises(PatchError, match="expects int"):
         runner.resume(view.thread_id, Modify(patch={"amount": "x"}, actor="eve"))
     runner.resume(view.thread_id, Modify(patch={"amount": 80}, actor="bob", comment="cap"))
     other = runner.start("fanout")
