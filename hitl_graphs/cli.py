@@ -192,9 +192,9 @@ def pending(
         out.print("nothing is waiting for a decision")
         return
     for r in reviews:
-        role = f" · role {r.required_role}" if r.required_role else ""
+        needs = f" · role {r.required_role}" if r.required_role else ""
         due = f" · due {r.deadline:%Y-%m-%d %H:%M}" if r.deadline else ""
-        out.print(f"[cyan]{r.thread_id}[/cyan]  {r.workflow} · {r.position} {r.node} · {r.kind}{role}{due}"
+        out.print(f"[cyan]{r.thread_id}[/cyan]  {r.workflow} · {r.position} {r.node} · {r.kind}{needs}{due}"
                   f"  [dim]{r.created_at:%Y-%m-%d %H:%M}[/dim]")
         out.print(f"    {r.title}  [dim](review {r.key or r.review_id[:12]}: {', '.join(r.allowed)})[/dim]")
     out.print("decide with: hitl approve|modify|reject THREAD [--review REVIEW]", style="dim")

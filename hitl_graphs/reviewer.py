@@ -13,7 +13,7 @@ import os
 import shlex
 import subprocess
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from rich.console import Console
@@ -32,14 +32,15 @@ class Reviewer(Protocol):
     def decide(self, review: ReviewRequest, state: Mapping[str, Any]) -> Decision: ...
 
 
-Ask = Callable[[str, list[str] | None, str | None], str]
+Ask = Callable[[str, Sequence[str] | None, str | None], str]
 
 
 def _rich_ask(console: Console) -> Ask:
-    def ask(prompt: str, choices: list[str] | None, default: str | None) -> str:
+    def ask(prompt: str, choices: Sequence[str] | None, default: str | None) -> str:
+        options = list(choices) if choices is not None else None
         if default is None:
-            return Prompt.ask(prompt, choices=choices, console=console)
-        return Prompt.ask(prompt, choices=choices, default=default, console=console)
+            return Prompt.ask(prompt, choices=options, console=console)
+        return Prompt.ask(prompt, choices=options, default=default, console=console)
 
     return ask
 

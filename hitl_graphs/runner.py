@@ -31,7 +31,7 @@ from langgraph.constants import END
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Durability, StateSnapshot
 
-from hitl_graphs.decisions import Approve, Decision, Modify, Reject, decision_to_json, parse_decision
+from hitl_graphs.decisions import Approve, Decision, Escalate, Modify, Reject, Respond, decision_to_json, parse_decision
 from hitl_graphs import audit
 from hitl_graphs import feedback as feedback_mod
 from hitl_graphs.audit import AuditReport
@@ -707,6 +707,8 @@ class Runner:
                 update = dict(wf.on_reject)
                 if wf.reason_field:
                     update[wf.reason_field] = reason
+            case Respond() | Escalate():  # a breakpoint review allows approve, modify and reject only
+                raise InvalidDecisionError(f"a static breakpoint cannot take {decision.kind!r}")
             case _:
                 assert_never(decision)
         return (yield from self._run(wf, graph, thread_id, Command(update=update) if update else None, outcome_if_done=outcome))
