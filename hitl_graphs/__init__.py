@@ -39,7 +39,7 @@ from hitl_graphs.errors import (
     UnknownWorkflowError,
 )
 from hitl_graphs.audit import AuditReport
-from hitl_graphs.effects import effect_key, run_once
+from hitl_graphs.effects import effect_key, record_event, run_once
 from hitl_graphs.feedback import Feedback
 from hitl_graphs.gate import request_review, review_node
 from hitl_graphs.patches import validate_patch
@@ -171,6 +171,7 @@ __all__ = [
     "parse_decision",
     "plan_memory",
     "plan_outcome",
+    "record_event",
     "register",
     "registered",
     "request_review",

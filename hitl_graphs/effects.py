@@ -119,6 +119,13 @@ def record_event(event: str, data: dict[str, Any], *, name: str | None = None) -
     What a node did (a plan step executed, a phase's output) shows in `hitl history` next to the
     reviews and decisions. Re-running the node (resume, crash recovery) does not add it twice.
     Outside a hitl Runner it does nothing.
+
+    Example::
+
+        def deploy(state):
+            url = run_once("deploy", push_release, state["version"])
+            record_event("deployed", {"version": state["version"], "url": url})
+            return {"url": url}
     """
     config = get_config()
     log: EffectLog | None = config.get("configurable", {}).get(CONFIG_KEY)

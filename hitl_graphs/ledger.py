@@ -308,8 +308,10 @@ class Ledger:
         error: str | None,
         pending: Sequence[tuple[ReviewRequest, str | None]],
         events: Sequence[Event] = (),
-    ) -> None:
+    ) -> list[ReviewRequest]:
         """Make the ledger agree with the thread's latest checkpoint, in one transaction.
+
+        Returns the reviews it recorded for the first time (for notifications).
 
         `pending` is what the checkpoint shows as waiting (each with the checkpoint id it was
         raised on). New reviews are added; decided reviews no longer waiting become `applied` once
@@ -321,6 +323,7 @@ class Ledger:
         waiting = {r.review_id for r, _ in pending}
         settled = status in ("paused", "done")
         log = list(events)
+        added: list[ReviewRequest] = []
         with self._tx(immediate=True) as c:
             known = dict(
                 c.execute("SELECT review_id, status FROM hitl_reviews WHERE thread_id = ?", (thread_id,)).fetchall()
@@ -328,6 +331,7 @@ class Ledger:
             for review, checkpoint_id in pending:
                 if review.review_id in known:
                     continue
+                added.append(review)
                 c.execute(
                     "INSERT INTO hitl_reviews (thread_id, review_id, workflow, status, checkpoint_id, request, created_at, "
                     "deadline, required_role) VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?)",
@@ -367,6 +371,7 @@ class Ledger:
                 log.append(Event("failed" if status == "failed" else (outcome or "completed"),
                                  data={"error": error} if error else None))
             audit.append(c, thread_id, log, now)
+        return added
 
     def threads_with_reviews(self, review_status: str) -> list[str]:
         """Thread ids that have a review in `review_status` (uses the status index)."""

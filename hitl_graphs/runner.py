@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
@@ -60,6 +61,7 @@ from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadView
 from hitl_graphs.store import SqliteStore
 
 T = TypeVar("T")
+log = logging.getLogger("hitl_graphs")
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 
 
@@ -176,6 +178,8 @@ class Runner:
         lease: Seconds a run on another host is trusted before its thread counts as crashed.
         durability: LangGraph durability for every run (`sync`, `async` or `exit`); `None` keeps
             LangGraph's default.
+        on_review: Called once for every review the ledger records (a new pause), after it is
+            committed: send a notification, post to a chat. Errors are logged, not raised.
 
     Example:
         >>> from hitl_graphs.examples import email_workflow
@@ -194,6 +198,7 @@ class Runner:
         *,
         lease: float = 600.0,
         durability: Durability | None = None,
+        on_review: Callable[[ReviewRequest], None] | None = None,
         owns_store: bool = False,
     ) -> None:
         self.store = store
@@ -203,6 +208,7 @@ class Runner:
         self._graphs: dict[str, Graph] = {}
         self.lease = lease
         self.durability = durability
+        self.on_review = on_review
         self._owns_store = owns_store
 
     @classmethod
@@ -213,12 +219,13 @@ class Runner:
         *,
         lease: float = 600.0,
         durability: Durability | None = None,
+        on_review: Callable[[ReviewRequest], None] | None = None,
     ) -> Runner:
         """Open (or create) the database at `path` and return a runner that closes it on exit.
 
         `path` defaults to `$HITL_DB`, else `checkpoints/hitl.sqlite`.
         """
-        return cls(SqliteStore(path), workflows, lease=lease, durability=durability, owns_store=True)
+        return cls(SqliteStore(path), workflows, lease=lease, durability=durability, on_review=on_review, owns_store=True)
 
     def __enter__(self) -> Runner:
         return self
@@ -785,10 +792,16 @@ class Runner:
                 message = f"the run stopped before finishing {', '.join(pause.stalled_at)}; `hitl recover` continues it"
             else:
                 message = "the run stopped before its first checkpoint; start the thread again"
-        yield _Call(self.ledger.sync, (thread_id,), {
+        added: list[ReviewRequest] = yield _Call(self.ledger.sync, (thread_id,), {
             "status": status, "outcome": outcome, "error": message,
             "pending": [(r, pause.checkpoint_id) for r in pause.reviews],
         })
+        if self.on_review is not None:
+            for review in added:
+                try:
+                    self.on_review(review)
+                except Exception:  # a failing notifier must not fail the run it reports on
+                    log.exception("on_review hook failed for review %s", review.review_id)
 
     def _view(self, row: ThreadRow, pause: Pause | None = None) -> Flow[ThreadView]:
         values: Any = pause.values if pause is not None else {}

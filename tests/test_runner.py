@@ -282,3 +282,25 @@ def test_verify_phrase_payload_patch_and_review_key(runner: Runner, db: str) -> 
     assert done.state["deleted"] == ["r-42"]
     assert "args" not in done.state  # a payload patch is the node's to use, not a state update
     assert effects() == ["delete:r-42:True"]
+
+
+def test_on_review_hook_fires_once_per_new_review(db: str, effects_file: Path) -> None:
+    from tests.workflows import WORKFLOWS
+
+    seen: list[tuple[str, str]] = []
+
+    def notify(review: Any) -> None:
+        seen.append((review.node, review.title))
+        raise RuntimeError("the chat service is down")  # must not break the run
+
+    with Runner.open(db, workflows=WORKFLOWS, on_review=notify) as runner:
+        view = runner.start("fanout")
+        assert sorted(seen) == [("left", "Run left?"), ("right", "Run right?")]
+        runner.pending()
+        runner.show(view.thread_id)
+        right = next(r for r in view.reviews if r.node == "right")
+        runner.resume(view.thread_id, Approve(), review_id=right.review_id)
+        assert len(seen) == 2  # the left review is not new: no second notification
+        loop = runner.start("loop")
+        runner.resume(loop.thread_id, Reject())
+        assert [t for _, t in seen[2:]] == ["Good enough?", "Good enough?"]
