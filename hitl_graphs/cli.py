@@ -16,6 +16,7 @@ import getpass
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +29,7 @@ from rich.json import JSON
 from hitl_graphs.builtin import register_builtins
 from hitl_graphs.decisions import Approve, Decision, Escalate, Modify, Reject, Respond
 from hitl_graphs.errors import HitlError
+from hitl_graphs.ledger import owner_alive
 from hitl_graphs.registry import load_app, registered
 from hitl_graphs.render import render_review
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
@@ -111,6 +113,12 @@ def _json_arg(text: str, option: str) -> dict[str, Any]:
     return value
 
 
+def _stranded(runner: Runner, thread_id: str) -> bool:
+    """A decided review no live process is applying (a crash left it for `hitl recover`)."""
+    row = runner.ledger.thread(thread_id)
+    return row is not None and not (row.status == "running" and owner_alive(row.owner, row.lease_until, time.time()))
+
+
 def _actor(actor: str | None) -> str:
     return actor or os.environ.get("HITL_ACTOR") or getpass.getuser()
 
@@ -185,9 +193,13 @@ def pending(
     """List reviews waiting for a decision, across all threads."""
     with _runner() as runner:
         reviews = runner.pending(workflow=workflow, roles=role, limit=limit, offset=offset)
+        stranded = [] if as_json else [t for t in runner.ledger.threads_with_reviews("decided") if _stranded(runner, t)]
     if as_json:
         _print_json([_review_json(r) for r in reviews])
         return
+    if stranded:
+        out.print(f"[yellow]{len(stranded)} thread(s) hold a decision a crash kept from being applied: "
+                  "run `hitl recover`[/yellow]")
     if not reviews:
         out.print("nothing is waiting for a decision")
         return

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hitl_graphs import AlreadyDecidedError, Approve, Reject, Runner
-from tests.conftest import ROOT, python, subprocess_env
+from tests.conftest import ROOT, hitl, python, subprocess_env
 from tests.workflows import WORKFLOWS, effects
 
 
@@ -90,6 +90,8 @@ def test_crash_after_decision_is_finished_with_the_recorded_decision(db: str, ef
         assert view.awaiting_recovery and view.reviews == ()
         with pytest.raises(AlreadyDecidedError, match="already decided \\(approve by ana\\) and awaits recovery"):
             runner.resume(thread_id, Reject(actor="bob"))
+        listed = hitl(db, "pending")
+        assert "1 thread(s) hold a decision a crash kept from being applied: run `hitl recover`" in listed.stdout
         (recovered,) = runner.recover()
         assert (recovered.status, recovered.outcome) == ("done", "completed")
         assert effects() == ["prepare", "pay:acme:120"]
