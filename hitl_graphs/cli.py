@@ -355,8 +355,6 @@ def sweep(
     as_json: JsonFlag = False,
 ) -> None:
     """Apply the default decision of every review whose deadline has passed (safe in many processes)."""
-    import time
-
     while True:
         with _runner() as runner:
             views = runner.sweep()
