@@ -48,7 +48,8 @@ def overhead(workdir: Path, ours: Sequence[Ours], plain: Sequence[Plain], *, n_r
         about[o.name] = o.about
         closers.append(runner.close)
     try:
-        times = rounds(variants, n_rounds=n_rounds, per_round=per_round)
+        cpu: dict[str, list[float]] = {}
+        times = rounds(variants, n_rounds=n_rounds, per_round=per_round, cpu_out=cpu)
     finally:
         for close in closers:
             close()
@@ -66,10 +67,12 @@ def overhead(workdir: Path, ours: Sequence[Ours], plain: Sequence[Plain], *, n_r
             for name, ts in times.items()
         },
         "ratios": {},
+        "cpu_ratios": {},
     }
     for a, b in pairs:
         if a in times and b in times:
             out["ratios"][f"{a} / {b}"] = summary(ratios(times, a, b), 3)
+            out["cpu_ratios"][f"{a} / {b}"] = summary(ratios(cpu, a, b), 3)
     remove_db(db)
     return out
 

@@ -49,8 +49,10 @@ def print_report(results: dict[str, Any]) -> None:
         rows = [[name, _mmm(v["cycles_per_s"]), _mmm(v["ms_per_cycle"])] for name, v in ov["variants"].items()]
         out.table(f"1. one pause+resume cycle ({ov['rounds']} rounds x {ov['cycles_per_round']} cycles)",
                   ["setup", "cycles/s", "ms/cycle"], rows)
-        out.table("1. time ratios, per round (above 1: the first is slower)", ["ratio", "x"],
-                  [[k, _mmm(v)] for k, v in ov["ratios"].items()])
+        cpu = ov.get("cpu_ratios", {})
+        out.table("1. ratios per round (above 1: the first is slower): wall time, and CPU time (all threads)",
+                  ["ratio", "wall x", "cpu x"],
+                  [[k, _mmm(v), _mmm(cpu[k]) if k in cpu else "-"] for k, v in ov["ratios"].items()])
     if pr := results.get("profile"):
         rows = []
         for name, v in pr.items():

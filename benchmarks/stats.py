@@ -43,11 +43,14 @@ def rounds(
     per_round: int,
     warmup: int = 3,
     seed: int = 7,
+    cpu_out: dict[str, list[float]] | None = None,
 ) -> dict[str, list[float]]:
     """Run every variant `per_round` times per round, in a shuffled order each round.
 
     Returns the seconds per call of each variant in each round (one list per variant, one entry
-    per round, in round order).
+    per round, in round order). With `cpu_out`, also the process CPU seconds per call (all
+    threads): unlike wall time it does not count waiting for the disk or for other programs on a
+    shared machine, so its ratios move less from run to run.
     """
     rng = random.Random(seed)
     for fn in variants.values():
@@ -60,10 +63,12 @@ def rounds(
         for name in names:
             fn = variants[name]
             gc.collect()
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             for _ in range(per_round):
                 fn()
             out[name].append((time.perf_counter() - t0) / per_round)
+            if cpu_out is not None:
+                cpu_out.setdefault(name, []).append((time.process_time() - c0) / per_round)
     return out
 
 
