@@ -583,7 +583,8 @@ class Runner:
                 continue
             reviews: list[ReviewRow] = yield _Call(self.ledger.reviews, (thread_id, ("decided",)))
             wf, graph = self.workflow(row.workflow), self.graph(row.workflow)
-            yield _Call(self.ledger.take_thread, (thread_id,), {"owner": this_owner(), "lease_until": time.time() + self.lease})
+            if not reviews or not (yield from self._take(thread_id)):
+                continue  # another process is recovering it right now
             review = reviews[0]
             yield _Call(self.ledger.add_events, (thread_id, [Event("recovering", review.review_id)]))
             pause = yield from self._read(wf, graph, thread_id)
@@ -596,21 +597,34 @@ class Runner:
                     views.append((yield from self._settle(wf, graph, thread_id, outcome_if_done=_outcome(review), pause=pause)))
                 continue
             decision = parse_decision(review.decision or {})
-            views.append((yield from self._apply(wf, graph, thread_id, review, decision)))
+            try:
+                views.append((yield from self._apply(wf, graph, thread_id, review, decision)))
+            except Exception:  # the thread is marked failed with its error; recover the others
+                log.exception("recovering thread %s failed", thread_id)
         failed: list[ThreadRow] = yield _Call(self.ledger.threads_in, ("failed",))
         for row in failed:
             if not self._knows(row.workflow) or row.thread_id in decided:
                 continue
             wf, graph = self.workflow(row.workflow), self.graph(row.workflow)
             pause = yield from self._read(wf, graph, row.thread_id)
-            if not pause.stalled_at:
+            if not pause.stalled_at or not (yield from self._take(row.thread_id)):
                 continue
-            yield _Call(self.ledger.take_thread, (row.thread_id,), {"owner": this_owner(), "lease_until": time.time() + self.lease})
             yield _Call(self.ledger.add_events, (row.thread_id, [Event("recovering", data={"stalled_at": list(pause.stalled_at)})]))
-            views.append((yield from self._run(wf, graph, row.thread_id, None, outcome_if_done="completed")))
+            try:
+                views.append((yield from self._run(wf, graph, row.thread_id, None, outcome_if_done="completed")))
+            except Exception:  # marked failed with its error, as above
+                log.exception("recovering thread %s failed", row.thread_id)
         return views
 
     # -- flow pieces -----------------------------------------------------------------------
+
+    def _take(self, thread_id: str) -> Flow[bool]:
+        """Hold a thread for this process; False if another live process holds it."""
+        try:
+            yield _Call(self.ledger.take_thread, (thread_id,), {"owner": this_owner(), "lease_until": time.time() + self.lease})
+        except ThreadBusyError:
+            return False
+        return True
 
     def _thread(self, thread_id: str) -> Flow[ThreadRow]:
         row: ThreadRow | None = yield _Call(self.ledger.thread, (thread_id,))

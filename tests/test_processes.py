@@ -134,3 +134,20 @@ def test_reconcile_a_resume_whose_end_the_ledger_missed(db: str, effects_file: P
         assert (view.status, view.outcome, view.awaiting_recovery) == ("done", "completed", ())
         assert runner.recover() == []
     assert effects() == ["prepare", "pay:acme:120"]
+
+
+def test_two_recoveries_at_once_apply_the_decision_once(db: str, effects_file: Path) -> None:
+    with Runner.open(db, workflows=WORKFLOWS) as runner:
+        thread_id = runner.start("pay").thread_id
+    crashed = python(db, f"from hitl_graphs import Runner, Approve\nwith Runner.open() as r: r.resume({thread_id!r}, Approve())",
+                     HITL_TEST_DIE="pay")
+    assert crashed.returncode == -signal.SIGKILL
+    procs = [subprocess.Popen([sys.executable, "-m", "hitl_graphs.cli", "recover", "--json"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=subprocess_env(db), cwd=ROOT) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
+    recovered = [json.loads(out) for out, _ in outs]
+    assert sorted(len(r) for r in recovered) == [0, 1]  # one process finished it, the other found nothing to do
+    assert effects() == ["prepare", "pay:acme:120"]
+    with Runner.open(db, workflows=WORKFLOWS) as runner:
+        assert runner.show(thread_id).outcome == "completed"
