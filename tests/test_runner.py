@@ -304,3 +304,38 @@ def test_on_review_hook_fires_once_per_new_review(db: str, effects_file: Path) -
         loop = runner.start("loop")
         runner.resume(loop.thread_id, Reject())
         assert [t for _, t in seen[2:]] == ["Good enough?", "Good enough?"]
+
+
+async def test_async_nodes_pause_and_run_effects_once(db: str, effects_file: Path) -> None:
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    from hitl_graphs import Workflow, request_review, run_once
+    from tests.workflows import effect
+
+    class S(TypedDict, total=False):
+        amount: int
+        receipt: dict[str, Any]
+
+    async def charge(state: S) -> S:
+        decision = request_review("gate", {"amount": state["amount"]}, editable=("amount",))
+        if decision.kind == "reject":
+            return {}
+        receipt = run_once("charge", lambda: (effect(f"async-charge:{state['amount']}"), {"amount": state["amount"]})[1])
+        return {"receipt": receipt}
+
+    def build() -> StateGraph[S]:
+        g = StateGraph(S)
+        g.add_node("charge", charge)
+        g.add_edge(START, "charge")
+        g.add_edge("charge", END)
+        return g
+
+    with Runner.open(db, workflows=[Workflow("async-charge", build)]) as runner:
+        view = await runner.astart("async-charge", {"amount": 3})
+        (review,) = view.reviews
+        assert (review.node, review.payload) == ("charge", {"amount": 3})
+        done = await runner.aresume(view.thread_id, Modify(patch={"amount": 4}, actor="ana"))
+        assert done.state["receipt"] == {"amount": 4}
+    assert effects() == ["async-charge:4"]
