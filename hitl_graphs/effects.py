@@ -28,7 +28,9 @@ from typing import Any
 
 from langgraph.config import get_config
 
+from hitl_graphs import audit
 from hitl_graphs.gate import to_json
+from hitl_graphs.store import write_transaction
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS hitl_effects (
@@ -58,9 +60,6 @@ class EffectLog:
 
     def record_once(self, thread_id: str, key: str, event: str, data: dict[str, Any]) -> None:
         """Append `event` to the thread's audit history unless `key` was recorded before."""
-        from hitl_graphs import audit
-        from hitl_graphs.store import write_transaction
-
         now = time.time()
         with write_transaction(self.conn, self.lock, relaxed=self.relaxed) as c:
             added = c.execute(
@@ -70,8 +69,6 @@ class EffectLog:
                 audit.append(c, thread_id, [audit.Event(event, data=data)], now)
 
     def put(self, thread_id: str, key: str, result: Any) -> None:
-        from hitl_graphs.store import write_transaction
-
         with write_transaction(self.conn, self.lock, relaxed=self.relaxed) as c:
             c.execute("INSERT OR IGNORE INTO hitl_effects VALUES (?, ?, ?, ?)", (thread_id, key, json.dumps(result), time.time()))
 
