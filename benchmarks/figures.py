@@ -466,7 +466,7 @@ def throughput(workdir: Path, ours: Sequence[Ours], plain: Sequence[Plain], *, s
     raw = {s: raw_commit_rate(str(workdir / f"raw-{s}.sqlite"), s, min(1.0, seconds)) for s in ("FULL", "NORMAL")}
     configs: list[tuple[str, dict[str, Any]]] = []
     for o in ours:
-        configs.append((o.name, {"kind": "ours", "synchronous": o.synchronous, "durability": o.durability, "store": o.store}))
+        configs.append((o.name, {"kind": "ours", "synchronous": o.synchronous, "durability": o.durability}))
     for p in plain:
         configs.append((p.name, {"kind": "plain", "saver": p.saver, "synchronous": p.synchronous, "durability": p.durability}))
     dbs = {name: str(workdir / f"throughput-{name}.sqlite") for name, _ in configs}

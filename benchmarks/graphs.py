@@ -40,8 +40,9 @@ def ours_graph_source() -> str:
     return "hitl_graphs.templates.plan_review.create_plan_review_graph"
 
 
-def ours_workflow(steps: int = 1) -> Any:
-    """The plan-review template as a runner workflow (a graph of the same shape if it is missing)."""
+def ours_workflow(steps: int = 1, durability: str | None = "exit") -> Any:
+    """The plan-review template as a runner workflow (a graph of the same shape if it is missing),
+    with the durability the built-in `plan-review` workflow declares."""
     from hitl_graphs import Workflow
 
     try:
@@ -57,7 +58,8 @@ def ours_workflow(steps: int = 1) -> Any:
 
         return Workflow(WORKFLOW, lambda: _plan_review_graph(planner_for(steps), gate))
 
-    return Workflow(WORKFLOW, lambda: create_plan_review_graph(planner_for(steps), executor))
+    return Workflow(WORKFLOW, lambda: create_plan_review_graph(planner_for(steps), executor),
+                    durability=durability)  # type: ignore[arg-type]
 
 
 def plain_plan_review_graph(steps: int = 1) -> StateGraph[Any]:

@@ -60,7 +60,7 @@ def print_report(results: dict[str, Any]) -> None:
             rows.append([name, f"{v['commits']:g}", calls])
         out.table("profile: per cycle", ["setup", "SQLite commits", "checkpoint saver calls"], rows)
         for name, v in pr.items():
-            if "effects" in v and name in ("ours", "ours_grouped"):
+            if "effects" in v and name in ("ours", "ours_async"):
                 out.table(f"profile: {name}, the runner's I/O per cycle (start {v['ms']['start']} ms, "
                           f"resume {v['ms']['resume']} ms)", ["effect", "per cycle", "us each"],
                           [[e["effect"], f"{e['per_cycle']:g}", e["us_each"]] for e in v["effects"]])

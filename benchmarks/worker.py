@@ -28,8 +28,7 @@ def main() -> None:
     if spec["kind"] == "ours":
         from hitl_graphs import Approve, HitlError
 
-        runner = Ours("worker", synchronous=spec["synchronous"], durability=spec["durability"],
-                      store=spec.get("store") or {}).runner(spec["db"])
+        runner = Ours("worker", synchronous=spec["synchronous"], durability=spec["durability"]).runner(spec["db"])
         me = f"w{os.getpid()}"
         window = int(spec.get("window", 4))
         for _ in range(2):  # warm up, and keep a few reviews waiting in the queue

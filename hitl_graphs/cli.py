@@ -193,7 +193,7 @@ def pending(
     """List reviews waiting for a decision, across all threads."""
     with _runner() as runner:
         reviews = runner.pending(workflow=workflow, roles=role, limit=limit, offset=offset)
-        stranded = [] if as_json else [t for t in runner.ledger.threads_with_reviews("decided") if _stranded(runner, t)]
+        stranded = [] if as_json else [t for t in runner.ledger.threads_with_decided_reviews() if _stranded(runner, t)]
     if as_json:
         _print_json([_review_json(r) for r in reviews])
         return

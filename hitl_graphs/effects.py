@@ -39,7 +39,7 @@ CREATE TABLE IF NOT EXISTS hitl_effects (
     result    TEXT NOT NULL,
     at        REAL NOT NULL,
     PRIMARY KEY (thread_id, key)
-);
+) WITHOUT ROWID;
 """
 
 CONFIG_KEY = "hitl_effects"
@@ -48,10 +48,10 @@ CONFIG_KEY = "hitl_effects"
 class EffectLog:
     """The ledger table of recorded effect results; the runner passes it to graphs it runs."""
 
-    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock, *, relaxed: bool = False) -> None:
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
         self.conn = conn
         self.lock = lock
-        self.relaxed = relaxed  # the task's own writes, committed right after, flush these rows
+        self._events = _history_buffer(conn)
 
     def get(self, thread_id: str, key: str) -> tuple[bool, Any]:
         with self.lock:
@@ -59,28 +59,93 @@ class EffectLog:
         return (True, json.loads(row[0])) if row else (False, None)
 
     def record_once(self, thread_id: str, key: str, event: str, data: dict[str, Any]) -> None:
-        """Append `event` to the thread's audit history unless `key` was recorded before."""
-        now = time.time()
-        with write_transaction(self.conn, self.lock, relaxed=self.relaxed) as c:
-            added = c.execute(
-                "INSERT OR IGNORE INTO hitl_effects VALUES (?, ?, ?, ?)", (thread_id, key, json.dumps(data), now)
-            ).rowcount
-            if added:
-                audit.append(c, thread_id, [audit.Event(event, data=data)], now)
+        """Append `event` to the thread's audit history unless `key` was recorded before.
+
+        It joins the next transaction on the connection (the task's writes, the next effect, or
+        the ledger's record of where the run stopped) instead of costing a commit of its own.
+        """
+        if self._events is None:
+            with write_transaction(self.conn, self.lock, flush=False) as c:
+                _record(c, thread_id, key, event, data, time.time())
+        else:
+            self._events.add(thread_id, key, event, data)
 
     def put(self, thread_id: str, key: str, result: Any) -> None:
-        with write_transaction(self.conn, self.lock, relaxed=self.relaxed) as c:
+        """Record an effect's result; flushed to disk before the node goes on (it happened)."""
+        with write_transaction(self.conn, self.lock) as c:
             c.execute("INSERT OR IGNORE INTO hitl_effects VALUES (?, ?, ?, ?)", (thread_id, key, json.dumps(result), time.time()))
 
 
+def _record(c: sqlite3.Connection, thread_id: str, key: str, event: str, data: dict[str, Any], now: float) -> None:
+    added = c.execute("INSERT OR IGNORE INTO hitl_effects VALUES (?, ?, ?, ?)", (thread_id, key, json.dumps(data), now)).rowcount
+    if added:
+        audit.append(c, thread_id, [audit.Event(event, data=data)], now)
+
+
+class _HistoryBuffer:
+    """History entries waiting for the next transaction on the connection (`PendingRows`)."""
+
+    durable = False  # a crash before they commit re-runs the node that records them
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rows: dict[tuple[str, str], tuple[str, dict[str, Any], float]] = {}
+
+    def add(self, thread_id: str, key: str, event: str, data: dict[str, Any]) -> None:
+        with self._lock:
+            self._rows.setdefault((thread_id, key), (event, data, time.time()))
+
+    def waiting(self) -> bool:
+        return bool(self._rows)
+
+    def write(self, conn: sqlite3.Connection) -> Callable[[bool], None] | None:
+        with self._lock:
+            if not self._rows:
+                return None
+            rows, self._rows = self._rows, {}
+        for (thread_id, key), (event, data, at) in rows.items():
+            _record(conn, thread_id, key, event, data, at)
+
+        def after(committed: bool) -> None:
+            if not committed:
+                with self._lock:
+                    for k, v in rows.items():
+                        self._rows.setdefault(k, v)
+
+        return after
+
+
+def _history_buffer(conn: sqlite3.Connection) -> _HistoryBuffer | None:
+    """The connection's one buffer (None for a connection that does not take pending rows)."""
+    pending = getattr(conn, "hitl_pending", None)
+    if pending is None:
+        return None
+    for p in pending:
+        if isinstance(p, _HistoryBuffer):
+            return p
+    buffer = _HistoryBuffer()
+    pending.append(buffer)
+    return buffer
+
+
 def effect_key(name: str) -> str:
-    """A key unique to this effect in this thread and task: stable when the node runs again.
+    """A key unique to this effect in this thread, node, graph step and task: the same when the
+    node runs again (a resume, or a run done again after a crash).
+
+    LangGraph's task ids are not used: they derive from the checkpoint a step started from,
+    which a run with `durability="exit"` does not keep, so a run done again gets new ones. The
+    step number and the task's path do not change. (Inside a subgraph, the enclosing nodes' names
+    count, not their steps: give effects of a subgraph run several times distinct names.)
 
     Example::
 
         charge_card(card, amount, idempotency_key=effect_key("charge"))"""
-    configurable = get_config().get("configurable", {})
-    return f"{configurable.get('thread_id')}|{configurable.get('checkpoint_ns', '')}|{name}"
+    config = get_config()
+    configurable = config.get("configurable", {})
+    metadata = config.get("metadata", {})
+    nodes = "/".join(part.split(":", 1)[0] for part in str(configurable.get("checkpoint_ns", "")).split("|") if part)
+    path = ",".join(str(p) for p in metadata.get("langgraph_path", ()) if isinstance(p, str | int))
+    return f"{configurable.get('thread_id')}|{nodes}|{metadata.get('langgraph_step', '')}|{path}|{name}"
 
 
 def run_once(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -23,10 +23,12 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from hitl_graphs import audit, effects, feedback
+from hitl_graphs.audit import Event
 from hitl_graphs.errors import (
     AlreadyDecidedError,
     ReviewExpiredError,
@@ -35,11 +37,13 @@ from hitl_graphs.errors import (
     ThreadExistsError,
     UnknownThreadError,
 )
-from hitl_graphs import audit, effects, feedback
-from hitl_graphs.audit import Event
 from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStatus
-from hitl_graphs.store import write_transaction
+from hitl_graphs.store import write_pending, write_transaction
 
+# Tables keyed by their primary key (WITHOUT ROWID) and partial indexes over the reviews still
+# waiting: a row written is one b-tree page fewer, and a review leaves the listing indexes once
+# decided, so the pages a cycle dirties (and the WAL must carry) stay few. A thread's reviews are
+# found through the primary key's thread_id prefix.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS hitl_threads (
     thread_id   TEXT PRIMARY KEY,
@@ -52,7 +56,7 @@ CREATE TABLE IF NOT EXISTS hitl_threads (
     created_at  REAL NOT NULL,
     updated_at  REAL NOT NULL,
     started_by  TEXT
-);
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS hitl_threads_status ON hitl_threads (status);
 CREATE TABLE IF NOT EXISTS hitl_reviews (
     thread_id     TEXT NOT NULL,
@@ -69,10 +73,14 @@ CREATE TABLE IF NOT EXISTS hitl_reviews (
     required_role TEXT,
     PRIMARY KEY (thread_id, review_id)
 );
-CREATE INDEX IF NOT EXISTS hitl_reviews_deadline ON hitl_reviews (status, deadline) WHERE deadline IS NOT NULL;
-CREATE INDEX IF NOT EXISTS hitl_reviews_pending ON hitl_reviews (status, created_at, review_id);
-CREATE INDEX IF NOT EXISTS hitl_reviews_thread ON hitl_reviews (thread_id, status, created_at, review_id);
-CREATE INDEX IF NOT EXISTS hitl_reviews_workflow ON hitl_reviews (workflow, status, created_at, review_id);
+DROP INDEX IF EXISTS hitl_reviews_deadline;
+DROP INDEX IF EXISTS hitl_reviews_pending;
+DROP INDEX IF EXISTS hitl_reviews_thread;
+DROP INDEX IF EXISTS hitl_reviews_workflow;
+CREATE INDEX IF NOT EXISTS hitl_reviews_waiting ON hitl_reviews (created_at, review_id) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS hitl_reviews_waiting_in ON hitl_reviews (workflow, created_at, review_id) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS hitl_reviews_due ON hitl_reviews (deadline) WHERE status = 'pending' AND deadline IS NOT NULL;
+CREATE INDEX IF NOT EXISTS hitl_reviews_decided ON hitl_reviews (thread_id) WHERE status = 'decided';
 """
 
 HOST = socket.gethostname()
@@ -117,6 +125,28 @@ class ThreadRow:
 
 
 @dataclass(frozen=True, slots=True)
+class NewThread:
+    """A thread's start, as the ledger records it."""
+
+    workflow: str
+    started_by: str | None
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Synced:
+    """What `Ledger.sync` changed and where the thread stands after it."""
+
+    added: list[ReviewRequest]
+    """Reviews recorded for the first time (for notifications)."""
+    thread: ThreadRow
+    pending: list[ReviewRequest]
+    """The thread's pending reviews, oldest first."""
+    decided: list[str]
+    """Reviews decided but not applied yet (a run that stopped mid-way: `recover` applies them)."""
+
+
+@dataclass(frozen=True, slots=True)
 class ReviewRow:
     request: ReviewRequest
     status: str
@@ -132,16 +162,17 @@ class ReviewRow:
 class Ledger:
     """SQL for the ledger tables. Every method is one transaction."""
 
-    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock, *, relaxed: bool = False) -> None:
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
         self.conn = conn
         self.lock = lock
-        self.relaxed = relaxed
         with self.lock:
             self.conn.executescript(_SCHEMA + audit.SCHEMA + feedback.SCHEMA + effects.SCHEMA)
 
     @contextmanager
-    def _tx(self, immediate: bool = True) -> Iterator[sqlite3.Connection]:
-        with write_transaction(self.conn, self.lock, relaxed=self.relaxed) as c:
+    def _tx(self, *, flush: bool = False, pending_first: bool = True) -> Iterator[sqlite3.Connection]:
+        """A write transaction. Only a decision waits for the disk flush on its own; the other
+        rows keep books and are flushed by the next flushed commit (see `write_transaction`)."""
+        with write_transaction(self.conn, self.lock, flush=flush, pending_first=pending_first) as c:
             yield c
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -154,18 +185,20 @@ class Ledger:
         self, thread_id: str, workflow: str, *, owner: str, lease_until: float, data: dict[str, Any], actor: str | None = None
     ) -> None:
         """Record a thread about to start; refuses an id already used."""
-        now = time.time()
-        with self._tx(immediate=True) as c:
-            row = c.execute("SELECT status FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone()
-            if row is not None:
-                raise ThreadExistsError(
-                    f"thread {thread_id!r} already exists (status {row[0]}); resume it or start with another id"
-                )
-            c.execute(
-                "INSERT INTO hitl_threads VALUES (?, ?, 'running', NULL, NULL, ?, ?, ?, ?, ?)",
-                (thread_id, workflow, owner, lease_until, now, now, actor),
-            )
-            audit.append(c, thread_id, [Event("started", actor=actor, data=data)], now)
+        with self._tx() as c:
+            self._insert_thread(c, thread_id, NewThread(workflow, actor, data), owner, lease_until, time.time())
+
+    @staticmethod
+    def _insert_thread(c: sqlite3.Connection, thread_id: str, new: NewThread, owner: str | None,
+                       lease_until: float | None, now: float) -> None:
+        row = c.execute("SELECT status FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone()
+        if row is not None:
+            raise ThreadExistsError(f"thread {thread_id!r} already exists (status {row[0]}); resume it or start with another id")
+        c.execute(
+            "INSERT INTO hitl_threads VALUES (?, ?, 'running', NULL, NULL, ?, ?, ?, ?, ?)",
+            (thread_id, new.workflow, owner, lease_until, now, now, new.started_by),
+        )
+        audit.append(c, thread_id, [Event("started", actor=new.started_by, data=new.data)], now)
 
     def thread(self, thread_id: str) -> ThreadRow | None:
         rows = self._read("SELECT * FROM hitl_threads WHERE thread_id = ?", (thread_id,))
@@ -174,7 +207,7 @@ class Ledger:
     def take_thread(self, thread_id: str, *, owner: str, lease_until: float) -> ThreadRow:
         """Mark a thread as run by `owner` unless a live process already runs it."""
         now = time.time()
-        with self._tx(immediate=True) as c:
+        with self._tx() as c:
             row = self._thread_for_update(c, thread_id, owner, now)
             c.execute(
                 "UPDATE hitl_threads SET status = 'running', owner = ?, lease_until = ?, updated_at = ? WHERE thread_id = ?",
@@ -218,7 +251,7 @@ class Ledger:
             ThreadBusyError: another live process runs the thread right now.
         """
         now = time.time()
-        with self._tx(immediate=True) as c:
+        with self._tx(flush=True) as c:
             got = c.execute(
                 "SELECT status, decision, deadline FROM hitl_reviews WHERE thread_id = ? AND review_id = ?",
                 (thread_id, review_id),
@@ -308,26 +341,54 @@ class Ledger:
         error: str | None,
         pending: Sequence[tuple[ReviewRequest, str | None]],
         events: Sequence[Event] = (),
-    ) -> list[ReviewRequest]:
+        new: NewThread | None = None,
+    ) -> Synced:
         """Make the ledger agree with the thread's latest checkpoint, in one transaction.
-
-        Returns the reviews it recorded for the first time (for notifications).
 
         `pending` is what the checkpoint shows as waiting (each with the checkpoint id it was
         raised on). New reviews are added; decided reviews no longer waiting become `applied` once
         the run has settled (paused again or done; a run that stopped mid-way keeps them `decided`
         for `recover`); pending ones no longer waiting were answered outside the runner and become
-        `superseded`.
+        `superseded`. `new` records the thread's start in the same transaction (a thread whose
+        id nobody knows before its first run returns). Returns what changed and where the thread
+        now stands, so the caller needs no second read.
         """
         now = time.time()
         waiting = {r.review_id for r, _ in pending}
         settled = status in ("paused", "done")
         log = list(events)
         added: list[ReviewRequest] = []
-        with self._tx(immediate=True) as c:
-            known = dict(
-                c.execute("SELECT review_id, status FROM hitl_reviews WHERE thread_id = ?", (thread_id,)).fetchall()
-            )
+        open_reviews: list[ReviewRequest] = []
+        decided: list[str] = []
+        with self._tx(pending_first=new is None) as c:
+            if new is not None:
+                self._insert_thread(c, thread_id, new, None, None, now)
+                write_pending(c)  # what the run recorded goes after its start in the history
+            known = {rid: (st, req) for rid, st, req in c.execute(
+                "SELECT review_id, status, request FROM hitl_reviews WHERE thread_id = ? ORDER BY created_at, review_id",
+                (thread_id,)).fetchall()}
+            for review_id, (old, request) in known.items():
+                if review_id in waiting:
+                    if old == "pending":
+                        open_reviews.append(ReviewRequest.model_validate_json(request))
+                    elif old == "decided":
+                        decided.append(review_id)
+                    continue
+                if old == "decided" and settled:
+                    c.execute(
+                        "UPDATE hitl_reviews SET status = 'applied', applied_at = ? WHERE thread_id = ? AND review_id = ?",
+                        (now, thread_id, review_id),
+                    )
+                    log.append(Event("applied", review_id))
+                elif old == "decided":
+                    decided.append(review_id)
+                elif old == "pending":
+                    new_status = "cancelled" if outcome == "cancelled" else "superseded"
+                    c.execute(
+                        "UPDATE hitl_reviews SET status = ? WHERE thread_id = ? AND review_id = ?",
+                        (new_status, thread_id, review_id),
+                    )
+                    log.append(Event(f"review_{new_status}", review_id))
             for review, checkpoint_id in pending:
                 if review.review_id in known:
                     continue
@@ -345,45 +406,40 @@ class Ledger:
                     "required_role": review.required_role,
                     "deadline": review.deadline.isoformat() if review.deadline else None,
                 }))
-            for review_id, old in known.items():
-                if review_id in waiting:
-                    continue
-                if old == "decided" and settled:
-                    c.execute(
-                        "UPDATE hitl_reviews SET status = 'applied', applied_at = ? WHERE thread_id = ? AND review_id = ?",
-                        (now, thread_id, review_id),
-                    )
-                    log.append(Event("applied", review_id))
-                elif old == "pending":
-                    new = "cancelled" if outcome == "cancelled" else "superseded"
-                    c.execute(
-                        "UPDATE hitl_reviews SET status = ? WHERE thread_id = ? AND review_id = ?",
-                        (new, thread_id, review_id),
-                    )
-                    log.append(Event(f"review_{new}", review_id))
-            prev = c.execute("SELECT status, outcome FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone()
+            got = c.execute("SELECT * FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone()
             c.execute(
                 "UPDATE hitl_threads SET status = ?, outcome = ?, error = ?, owner = NULL, lease_until = NULL, "
                 "updated_at = ? WHERE thread_id = ?",
                 (status, outcome, error, now, thread_id),
             )
-            if prev is not None and (prev[0], prev[1]) != (status, outcome) and status in ("done", "failed"):
+            if got is None:
+                raise UnknownThreadError(f"thread {thread_id!r} does not exist")
+            prev = ThreadRow(*got)
+            if (prev.status, prev.outcome) != (status, outcome) and status in ("done", "failed"):
                 log.append(Event("failed" if status == "failed" else (outcome or "completed"),
                                  data={"error": error} if error else None))
             audit.append(c, thread_id, log, now)
-        return added
+        row = replace(prev, status=status, outcome=outcome, error=error, owner=None, lease_until=None, updated_at=now)
+        return Synced(added=added, thread=row, decided=decided,
+                      pending=[*open_reviews, *sorted(added, key=lambda r: (r.created_at, r.review_id))])
 
-    def threads_with_reviews(self, review_status: str) -> list[str]:
-        """Thread ids that have a review in `review_status` (uses the status index)."""
-        return [r[0] for r in self._read("SELECT DISTINCT thread_id FROM hitl_reviews WHERE status = ?", (review_status,))]
+    def threads_with_decided_reviews(self) -> list[str]:
+        """Thread ids holding a decision not applied yet (uses the partial index of those)."""
+        return [r[0] for r in self._read("SELECT DISTINCT thread_id FROM hitl_reviews WHERE status = 'decided'")]
 
     def threads_in(self, status: ThreadStatus) -> list[ThreadRow]:
         """Threads whose status is `status`."""
         return [ThreadRow(*r) for r in self._read("SELECT * FROM hitl_threads WHERE status = ?", (status,))]
 
     def add_events(self, thread_id: str, events: Sequence[Event]) -> None:
-        with self._tx(immediate=True) as c:
+        with self._tx() as c:
             audit.append(c, thread_id, events, time.time())
+
+    def started_input(self, thread_id: str) -> Any:
+        """The input the thread was started with (JSON), None if none was recorded."""
+        rows = self._read("SELECT data FROM hitl_events WHERE thread_id = ? AND event = 'started' ORDER BY seq LIMIT 1",
+                          (thread_id,))
+        return json.loads(rows[0][0]).get("input") if rows else None
 
     def history(self, thread_id: str) -> list[HistoryEntry]:
         rows = self._read(

@@ -27,10 +27,10 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Durability
 
 from hitl_graphs.errors import ConfigError, UnknownWorkflowError
 from hitl_graphs.reviews import Outcome
-
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,13 @@ class Workflow:
             `rejected` or `cancelled`; `None` keeps the default). By default a thread that ends
             right after a reject is `rejected`, else `completed`; an agent that carries on after a
             rejected tool call, or a plan review whose reject means "cancel", says otherwise here.
+        durability: How often its runs checkpoint (LangGraph's setting). `"exit"`: once, where a
+            run stops, committed together with the ledger's record of the pause: the fast choice,
+            and safe when every side effect after a review goes through `run_once` (a crash makes
+            `recover` run the stretch since the last pause again). `"sync"` / `"async"`: after
+            every step too. `None`: the runner's setting (LangGraph's default, `"async"`, unless
+            the runner was given one). The built-in templates that run their effects through
+            `run_once` declare `"exit"`.
 
     Example:
         >>> from hitl_graphs.examples import approval_graph
@@ -73,6 +80,7 @@ class Workflow:
     reason_field: str | None = None
     example_input: Mapping[str, Any] | None = None
     outcome: Callable[[Mapping[str, Any]], Outcome | None] | None = None
+    durability: Durability | None = None
 
     def compile(self, checkpointer: BaseCheckpointSaver[Any]) -> CompiledStateGraph[Any, Any, Any, Any]:
         """The graph bound to `checkpointer`, keeping its breakpoints."""

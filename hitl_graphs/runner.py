@@ -32,20 +32,29 @@ from langgraph.constants import END
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Durability, StateSnapshot
 
-from hitl_graphs.decisions import Approve, Decision, Escalate, Modify, Reject, Respond, decision_to_json, parse_decision
 from hitl_graphs import audit
 from hitl_graphs import feedback as feedback_mod
 from hitl_graphs.audit import AuditReport
+from hitl_graphs.decisions import (
+    Approve,
+    Decision,
+    Escalate,
+    Modify,
+    Reject,
+    Respond,
+    decision_to_json,
+    parse_decision,
+)
 from hitl_graphs.effects import CONFIG_KEY as EFFECTS_KEY
 from hitl_graphs.effects import EffectLog
 from hitl_graphs.errors import (
     AlreadyDecidedError,
     DecisionError,
     InvalidDecisionError,
-    PermissionDeniedError,
-    StaleReviewError,
     NoPendingReviewError,
+    PermissionDeniedError,
     ReviewNotPendingError,
+    StaleReviewError,
     ThreadBusyError,
     ThreadExistsError,
     UnknownThreadError,
@@ -53,12 +62,21 @@ from hitl_graphs.errors import (
 )
 from hitl_graphs.feedback import Feedback, FeedbackClient
 from hitl_graphs.gate import to_json
-from hitl_graphs.ledger import Event, Ledger, ReviewRow, ThreadRow, owner_alive, this_owner
+from hitl_graphs.ledger import (
+    Event,
+    Ledger,
+    NewThread,
+    ReviewRow,
+    Synced,
+    ThreadRow,
+    owner_alive,
+    this_owner,
+)
 from hitl_graphs.patches import state_fields, validate_patch, validate_payload_patch
 from hitl_graphs.pauses import Pause, pause_from_output, read_pause
 from hitl_graphs.registry import Workflow, get_workflow
 from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadView
-from hitl_graphs.store import SqliteStore
+from hitl_graphs.store import DEFER_KEY, SqliteStore
 
 T = TypeVar("T")
 log = logging.getLogger("hitl_graphs")
@@ -73,7 +91,7 @@ class _Invoke:
     graph: Graph
     input: Any
     config: RunnableConfig
-    durability: Durability | None
+    durability: Durability
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,8 +194,10 @@ class Runner:
         store: The open database (see `Runner.open` for the usual way in).
         workflows: Workflows this runner knows; by default every registered one.
         lease: Seconds a run on another host is trusted before its thread counts as crashed.
-        durability: LangGraph durability for every run (`sync`, `async` or `exit`); `None` keeps
-            LangGraph's default.
+        durability: LangGraph durability for the runs of workflows that do not declare one
+            (`Workflow(durability=...)`); `None`: LangGraph's default, `"async"`. With `"exit"` a
+            run writes one checkpoint, where it stops, committed together with the ledger's
+            record of the pause (see `hitl_graphs.store`).
         on_review: Called once for every review the ledger records (a new pause), after it is
             committed: send a notification, post to a chat. Errors are logged, not raised.
 
@@ -202,8 +222,8 @@ class Runner:
         owns_store: bool = False,
     ) -> None:
         self.store = store
-        self.ledger = Ledger(store.conn, store.lock, relaxed=store.relaxed_ledger)
-        self.effects = EffectLog(store.conn, store.lock, relaxed=store.relaxed_ledger)
+        self.ledger = Ledger(store.conn, store.lock)
+        self.effects = EffectLog(store.conn, store.lock)
         self._workflows = {w.name: w for w in workflows} if workflows is not None else None
         self._graphs: dict[str, Graph] = {}
         self.lease = lease
@@ -432,14 +452,19 @@ class Runner:
     def _start(self, name: str, input: Mapping[str, Any] | None, thread_id: str | None, actor: str | None) -> Flow[ThreadView]:
         wf = self.workflow(name)
         graph = self.graph(name)
-        thread_id = thread_id or uuid.uuid4().hex
-        existing: str | None = yield _Call(self.store.saver.latest_checkpoint_id, (thread_id,))
-        if existing is not None:
-            raise ThreadExistsError(f"thread {thread_id!r} already has checkpoints; resume it or start with another id")
         data = dict(input if input is not None else (wf.example_input or {}))
+        new = NewThread(name, actor, {"input": to_json(data)})
+        if thread_id is None and self._durability(wf, graph) == "exit":
+            # nobody knows this id before the run returns and the run writes nothing before it
+            # stops: the thread's start is recorded with its first pause, in one transaction
+            return (yield from self._run(wf, graph, uuid.uuid4().hex, data, outcome_if_done="completed", new=new))
+        if thread_id is not None:  # an id given may already be used outside the runner
+            existing: str | None = yield _Call(self.store.saver.latest_checkpoint_id, (thread_id,))
+            if existing is not None:
+                raise ThreadExistsError(f"thread {thread_id!r} already has checkpoints; resume it or start with another id")
+        thread_id = thread_id or uuid.uuid4().hex
         yield _Call(self.ledger.create_thread, (thread_id, name),
-                    {"owner": this_owner(), "lease_until": time.time() + self.lease, "data": {"input": to_json(data)},
-                     "actor": actor})
+                    {"owner": this_owner(), "lease_until": time.time() + self.lease, "data": new.data, "actor": actor})
         return (yield from self._run(wf, graph, thread_id, data, outcome_if_done="completed"))
 
     def _pending(self, workflow: str | None, roles: Sequence[str] | None, limit: int, offset: int) -> Flow[list[ReviewRequest]]:
@@ -574,7 +599,7 @@ class Runner:
     def _recover(self) -> Flow[list[ThreadView]]:
         yield from self._reconcile_stale()
         views: list[ThreadView] = []
-        decided: list[str] = yield _Call(self.ledger.threads_with_reviews, ("decided",))
+        decided: list[str] = yield _Call(self.ledger.threads_with_decided_reviews)
         for thread_id in decided:
             row: ThreadRow | None = yield _Call(self.ledger.thread, (thread_id,))
             if row is None or not self._knows(row.workflow):
@@ -607,11 +632,21 @@ class Runner:
                 continue
             wf, graph = self.workflow(row.workflow), self.graph(row.workflow)
             pause = yield from self._read(wf, graph, row.thread_id)
-            if not pause.stalled_at or not (yield from self._take(row.thread_id)):
+            input: Any = None
+            if pause.checkpoint_id is None:  # killed before its first checkpoint: run it from its input
+                input = yield _Call(self.ledger.started_input, (row.thread_id,))
+                if input is None:
+                    continue
+                about: dict[str, Any] = {"from": "input"}
+            elif pause.stalled_at:
+                about = {"stalled_at": list(pause.stalled_at)}
+            else:
                 continue
-            yield _Call(self.ledger.add_events, (row.thread_id, [Event("recovering", data={"stalled_at": list(pause.stalled_at)})]))
+            if not (yield from self._take(row.thread_id)):
+                continue
+            yield _Call(self.ledger.add_events, (row.thread_id, [Event("recovering", data=about)]))
             try:
-                views.append((yield from self._run(wf, graph, row.thread_id, None, outcome_if_done="completed")))
+                views.append((yield from self._run(wf, graph, row.thread_id, input, outcome_if_done="completed")))
             except Exception:  # marked failed with its error, as above
                 log.exception("recovering thread %s failed", row.thread_id)
         return views
@@ -734,12 +769,15 @@ class Runner:
                 assert_never(decision)
         return (yield from self._run(wf, graph, thread_id, Command(update=update) if update else None, outcome_if_done=outcome))
 
-    def _run(self, wf: Workflow, graph: Graph, thread_id: str, input: Any, *, outcome_if_done: Outcome) -> Flow[ThreadView]:
+    def _run(
+        self, wf: Workflow, graph: Graph, thread_id: str, input: Any, *, outcome_if_done: Outcome, new: NewThread | None = None
+    ) -> Flow[ThreadView]:
         """Invoke the graph, then make the ledger agree with where it stopped."""
         try:
-            output = yield _Invoke(graph, input, _config(thread_id, self.effects), self.durability)
+            durability = self._durability(wf, graph)
+            output = yield _Invoke(graph, input, _config(thread_id, self.effects, defer=durability == "exit"), durability)
         except Exception as exc:
-            yield from self._settle(wf, graph, thread_id, outcome_if_done=outcome_if_done, error=exc)
+            yield from self._settle(wf, graph, thread_id, outcome_if_done=outcome_if_done, error=exc, new=new)
             raise
         pause = None
         builder = getattr(graph, "builder", None)
@@ -749,7 +787,7 @@ class Runner:
             latest: str | None = yield _Call(self.store.saver.latest_checkpoint_id, (thread_id,))
             pause = pause_from_output(output, thread_id=thread_id, workflow=wf.name, checkpoint_id=latest,
                                       editable=self._editable(wf, graph))
-        return (yield from self._settle(wf, graph, thread_id, outcome_if_done=outcome_if_done, pause=pause))
+        return (yield from self._settle(wf, graph, thread_id, outcome_if_done=outcome_if_done, pause=pause, new=new))
 
     def _settle(
         self,
@@ -760,14 +798,14 @@ class Runner:
         outcome_if_done: Outcome,
         error: Exception | None = None,
         pause: Pause | None = None,
+        new: NewThread | None = None,
     ) -> Flow[ThreadView]:
         if pause is None:
             pause = yield from self._read(wf, graph, thread_id)
         if pause.done and wf.outcome is not None and outcome_if_done != "cancelled" and isinstance(pause.values, dict):
             outcome_if_done = wf.outcome(pause.values) or outcome_if_done
-        yield from self._sync(thread_id, pause, outcome_if_done, error)
-        row = yield from self._thread(thread_id)
-        return (yield from self._view(row, pause))
+        synced = yield from self._sync(thread_id, pause, outcome_if_done, error, new)
+        return _thread_view(synced.thread, pause.values, synced.pending, synced.decided)
 
     def _read(self, wf: Workflow, graph: Graph, thread_id: str) -> Flow[Pause]:
         config = _config(thread_id)
@@ -787,11 +825,19 @@ class Runner:
             editable=editable,
         )
 
+    def _durability(self, wf: Workflow, graph: Graph) -> Durability:
+        chosen = wf.durability or self.durability or "async"
+        # a pause after a node (interrupt_after) is told by the checkpoint before it, which
+        # "exit" does not write
+        return "async" if chosen == "exit" and graph.interrupt_after_nodes else chosen
+
     @staticmethod
     def _editable(wf: Workflow, graph: Graph) -> tuple[str, ...]:
         return tuple(wf.editable) if wf.editable is not None else _schema_fields(graph)
 
-    def _sync(self, thread_id: str, pause: Pause, outcome_if_done: Outcome, error: Exception | None) -> Flow[None]:
+    def _sync(
+        self, thread_id: str, pause: Pause, outcome_if_done: Outcome, error: Exception | None, new: NewThread | None = None
+    ) -> Flow[Synced]:
         if pause.reviews:
             status, outcome, message = "paused", None, None
         elif pause.done:
@@ -805,38 +851,27 @@ class Runner:
             elif pause.stalled_at:
                 message = f"the run stopped before finishing {', '.join(pause.stalled_at)}; `hitl recover` continues it"
             else:
-                message = "the run stopped before its first checkpoint; start the thread again"
-        added: list[ReviewRequest] = yield _Call(self.ledger.sync, (thread_id,), {
+                message = "the run stopped before its first checkpoint; `hitl recover` runs it again from its input"
+        synced: Synced = yield _Call(self.ledger.sync, (thread_id,), {
             "status": status, "outcome": outcome, "error": message,
-            "pending": [(r, pause.checkpoint_id) for r in pause.reviews],
+            "pending": [(r, pause.checkpoint_id) for r in pause.reviews], "new": new,
         })
         if self.on_review is not None:
-            for review in added:
+            for review in synced.added:
                 try:
                     self.on_review(review)
                 except Exception:  # a failing notifier must not fail the run it reports on
                     log.exception("on_review hook failed for review %s", review.review_id)
+        return synced
 
-    def _view(self, row: ThreadRow, pause: Pause | None = None) -> Flow[ThreadView]:
-        values: Any = pause.values if pause is not None else {}
-        if pause is None and self._knows(row.workflow):
+    def _view(self, row: ThreadRow) -> Flow[ThreadView]:
+        values: Any = {}
+        if self._knows(row.workflow):
             snapshot: StateSnapshot = yield _GetState(self.graph(row.workflow), _config(row.thread_id))
             values = snapshot.values
-        values = to_json(values)
-        state = values if isinstance(values, dict) else {"value": values}
         open_reviews: list[ReviewRow] = yield _Call(self.ledger.reviews, (row.thread_id, ("pending", "decided")))
-        pending = [r for r in open_reviews if r.status == "pending"]
-        decided = [r for r in open_reviews if r.status == "decided"]
-        return ThreadView(
-            thread_id=row.thread_id,
-            workflow=row.workflow,
-            status=row.status,
-            outcome=row.outcome,
-            reviews=tuple(r.request for r in pending),
-            state=state,
-            error=row.error,
-            awaiting_recovery=tuple(r.review_id for r in decided) if row.status != "running" else (),
-        )
+        return _thread_view(row, values, [r.request for r in open_reviews if r.status == "pending"],
+                     [r.review_id for r in open_reviews if r.status == "decided"])
 
     def _reconcile(self, row: ThreadRow) -> Flow[None]:
         """Bring one crashed thread's ledger rows in line with its latest checkpoint (read-only)."""
@@ -853,6 +888,20 @@ class Runner:
                 yield from self._reconcile(row)
 
 
+def _thread_view(row: ThreadRow, values: Any, pending: Sequence[ReviewRequest], decided: Sequence[str]) -> ThreadView:
+    values = to_json(values)
+    return ThreadView(
+        thread_id=row.thread_id,
+        workflow=row.workflow,
+        status=row.status,
+        outcome=row.outcome,
+        reviews=tuple(pending),
+        state=values if isinstance(values, dict) else {"value": values},
+        error=row.error,
+        awaiting_recovery=tuple(decided) if row.status != "running" else (),
+    )
+
+
 def _replaced(decision: Decision, request: ReviewRequest, values: Any) -> dict[str, Any] | None:
     """For the audit log: the values a `Modify` replaces, next to the new ones in its patch."""
     if not isinstance(decision, Modify):
@@ -866,10 +915,12 @@ def _outcome(review: ReviewRow) -> Outcome:
     return "rejected" if review.decision and review.decision.get("kind") == "reject" else "completed"
 
 
-def _config(thread_id: str, effects: EffectLog | None = None) -> RunnableConfig:
+def _config(thread_id: str, effects: EffectLog | None = None, *, defer: bool = False) -> RunnableConfig:
     configurable: dict[str, Any] = {"thread_id": thread_id}
     if effects is not None:
         configurable[EFFECTS_KEY] = effects
+    if defer:  # the run's checkpoint joins the ledger's commit of where it stopped
+        configurable[DEFER_KEY] = True
     return {"configurable": configurable}
 
 

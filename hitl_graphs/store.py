@@ -7,36 +7,25 @@ writer wait for the lock instead of failing.
 `HitlSqliteSaver` is LangGraph's `SqliteSaver` with the async methods filled in (run on a worker
 thread), so the same saver serves `invoke` and `ainvoke`; one schema, not two.
 
-Grouped commits (`SqliteStore(group_commits=True)`): plain `SqliteSaver` commits every
-checkpoint and every task's writes on its own, each commit waiting on a disk flush (eleven for one
-pause+resume of a three-node graph). With grouped commits the saver commits once per graph step,
-with the checkpoint LangGraph writes after each step (which holds what the step's tasks returned);
-everything else (the input and `__start__` checkpoints, the tasks' writes, the resume / interrupt /
-error writes) is kept in memory and joins the next commit on the connection: the next step's, a
-`run_once` effect record's, or the ledger transaction the runner makes after every run. A pause is
-thus committed together with its ledger row, atomically.
+**Checkpoints at pauses.** The runner runs graphs with LangGraph's `durability="exit"`: a run
+writes one checkpoint, where it stops (a pause, the end, an error), instead of one per step.
+The saver keeps that checkpoint and its writes in memory (`DEFER_KEY` in the run's config) and
+they join the runner's ledger transaction that records the pause: one commit, flushed to disk,
+holds the checkpoint, the review and the audit entries, atomically. Plain `SqliteSaver` spends
+eleven flushed commits on one pause+resume of a three-node graph; the runner spends four.
 
-What a SIGKILL can lose, and why it is safe:
+Nothing a person or the outside world relies on is lost to a SIGKILL (or, with the default
+`synchronous="FULL"`, a power cut), because what matters is committed before anything acts on
+it: a decision is committed (`Ledger.claim`) before the graph runs on, an effect's result
+(`effects.run_once`) before the node goes on. A run killed mid-way left its last pause's
+checkpoint and its recorded decision; `hitl recover` runs it again from there with that decision,
+and `run_once` returns recorded results instead of repeating effects. What a kill can cost is
+work between two pauses done again (a model call, a step without `run_once`). Pass
+`Runner(durability="sync")` for a checkpoint per step, as in plain LangGraph.
 
-- A decision: never. The ledger commits the claim before the graph runs, and `recover()` applies a
-  decided review again from the last committed checkpoint.
-- A finished step: never, with `durability="sync"`, which makes LangGraph wait for the step's
-  checkpoint (here: its commit) before the next step starts, as with plain `SqliteSaver`. With
-  LangGraph's default `"async"` the step's checkpoint is committed in the background while the
-  next step runs, in plain LangGraph and here alike, so a kill can make a finished step run again.
-  Within one step, a task that finished while a sibling still runs is committed with the step (in
-  plain LangGraph, by a background commit of its own); an approved effect in such a task belongs
-  in `effects.run_once`, whose record commits at once.
-- Rows since the last commit: the input checkpoint of a start run killed before its first step
-  finished (the thread fails; nothing was decided), and a pause (its interrupt) killed before the
-  ledger's commit. Then the thread shows as failed, stopped before the gate's step, and
-  `hitl recover` runs that step again up to its pause (a gate has no side effect before it) and
-  lists the review; plain `SqliteSaver` would have committed the pause and the runner would have
-  found it by itself. `hitl recover` never runs a committed step again.
-
-Reads through the saver (`get_tuple`, so `get_state`) see the rows not yet committed. Grouped
-commits need a runner (or something else) committing on the connection after each run: used on
-its own, the last rows of a run wait in memory until the next commit or `close()`.
+Rows that only keep books (a thread's start, a history entry from `record_event`) commit
+without waiting for the disk flush (`write_transaction(flush=False)`): a process crash loses
+nothing, and the next flushed commit, made before the caller hears back, flushes them too.
 """
 
 from __future__ import annotations
@@ -49,7 +38,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -68,6 +57,8 @@ from hitl_graphs.errors import ConfigError
 
 DEFAULT_DB = Path("checkpoints") / "hitl.sqlite"
 DB_ENV = "HITL_DB"
+DEFER_KEY = "__hitl_defer"
+"""In a run's `configurable`: the saver keeps the run's checkpoints for the next commit."""
 
 Synchronous = Literal["FULL", "NORMAL"]
 
@@ -75,33 +66,118 @@ _CHECKPOINT_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoin
 _WRITE_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value"
 
 
+class PendingRows(Protocol):
+    """Rows waiting in memory for the next commit on the connection."""
+
+    durable: bool
+    """Whether these rows must reach the disk with a flushed commit (checkpoints) or may ride on
+    one that skips the flush (history entries)."""
+
+    def waiting(self) -> bool: ...
+
+    def write(self, conn: sqlite3.Connection) -> Callable[[bool], None] | None:
+        """Insert the rows into the open transaction; return what to call once it commits (True)
+        or rolls back (False), or None if there was nothing to write."""
+        ...
+
+
+class _Connection(sqlite3.Connection):
+    """A connection whose transactions take in the rows waiting for a commit.
+
+    They are written at the start of a `write_transaction` (so the history keeps its order) or,
+    for LangGraph's own commits, just before the commit.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.hitl_pending: list[PendingRows] = []
+        self.hitl_relaxed = False
+        self.hitl_synchronous: Synchronous = "FULL"
+        self._hitl_after: list[Callable[[bool], None]] = []
+
+    def hitl_durable_waiting(self) -> bool:
+        return any(p.durable and p.waiting() for p in self.hitl_pending)
+
+    def hitl_write_pending(self) -> None:
+        for pending in self.hitl_pending:
+            if self.hitl_relaxed and pending.durable:
+                continue  # only a flushed commit may take these; they wait for the next one
+            after = pending.write(self)
+            if after is not None:
+                self._hitl_after.append(after)
+
+    def commit(self) -> None:
+        try:
+            self.hitl_write_pending()
+        except BaseException:
+            self.rollback()  # the commit fails as a whole: nothing half-written stays open
+            raise
+        self._hitl_done(self._hitl_commit)
+
+    def rollback(self) -> None:
+        self._hitl_done(super().rollback, committed=False)
+
+    def _hitl_commit(self) -> None:
+        super().commit()
+
+    def _hitl_done(self, end: Callable[[], None], committed: bool = True) -> None:
+        after, self._hitl_after = self._hitl_after, []
+        try:
+            end()
+        except BaseException:
+            for fn in after:
+                fn(False)
+            raise
+        for fn in after:
+            fn(committed)
+
+
 @contextmanager
 def write_transaction(
-    conn: sqlite3.Connection, lock: threading.Lock, *, relaxed: bool = False
+    conn: sqlite3.Connection, lock: threading.Lock, *, flush: bool = True, pending_first: bool = True
 ) -> Iterator[sqlite3.Connection]:
     """One `BEGIN IMMEDIATE` ... `COMMIT` on the shared connection, rolled back on error.
 
-    `relaxed` commits without waiting for the disk flush (`synchronous=NORMAL` for this commit
-    only). That loses nothing to a process crash, only to power loss, and the ledger rows it is
-    used for are followed by a graph run whose own checkpoint commit (`FULL`) flushes the WAL,
-    these rows included, before the caller hears back. What a power cut could still drop is the
-    ledger's record after the run's last checkpoint, which `reconcile` rebuilds from the
-    checkpoints. So a durable cycle costs the disk flushes plain LangGraph pays, and no more.
+    `flush=False` commits without waiting for the disk flush (`synchronous=NORMAL` for this
+    commit only, when the store is `FULL`), for rows that keep books: that loses nothing to a
+    process crash, and the next flushed commit (there is one before the caller hears back: the
+    pause's or the end's) flushes them too. It flushes anyway when checkpoints wait to join it.
+
+    Rows waiting for a commit are written first (`pending_first`), so the history keeps its
+    order; a caller that passes False calls `write_pending` where they belong.
     """
     with lock:
+        hitl = conn if isinstance(conn, _Connection) else None
+        relaxed = not flush and hitl is not None and not hitl.hitl_durable_waiting() and _is_full(conn)
         if relaxed:
             conn.execute("PRAGMA synchronous=NORMAL")
+        if hitl is not None:
+            hitl.hitl_relaxed = relaxed
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
+                if pending_first:
+                    write_pending(conn)
                 yield conn
             except BaseException:
                 conn.rollback()
                 raise
             conn.commit()
         finally:
+            if hitl is not None:
+                hitl.hitl_relaxed = False
             if relaxed:
                 conn.execute("PRAGMA synchronous=FULL")
+
+
+def write_pending(conn: sqlite3.Connection) -> None:
+    """Write the rows waiting for a commit into the open transaction (see `_Connection`)."""
+    if isinstance(conn, _Connection):
+        conn.hitl_write_pending()
+
+
+def _is_full(conn: sqlite3.Connection) -> bool:
+    return getattr(conn, "hitl_synchronous", "FULL") == "FULL"
 
 
 def default_db_path() -> Path:
@@ -113,26 +189,9 @@ def default_db_path() -> Path:
     return Path(os.environ.get(DB_ENV) or DEFAULT_DB)
 
 
-class _Connection(sqlite3.Connection):
-    """A connection whose `commit()` first writes the saver's deferred rows into the transaction."""
-
-    hitl_before_commit: Callable[[], Callable[[bool], None] | None] | None = None
-
-    def commit(self) -> None:
-        before = self.hitl_before_commit
-        after = before() if before is not None else None
-        try:
-            super().commit()
-        except BaseException:
-            if after is not None:
-                after(False)
-            raise
-        if after is not None:
-            after(True)
-
-
 class HitlSqliteSaver(SqliteSaver):
-    """`SqliteSaver` that also serves LangGraph's async API, on a worker thread.
+    """`SqliteSaver` that also serves LangGraph's async API (on a worker thread) and can keep a
+    run's checkpoints for the next commit.
 
     Example:
         >>> import sqlite3
@@ -144,23 +203,25 @@ class HitlSqliteSaver(SqliteSaver):
     SQLite calls are short and serialised by the saver's lock; running them off the event loop
     keeps `ainvoke` responsive while another process holds the write lock.
 
-    With `group_commits=True` (the connection must come from `SqliteStore`), it commits once per
-    graph step and lets everything else join the next commit on the connection; see the module
-    docstring for what that means after a crash.
+    A run whose config carries `DEFER_KEY` (the runner's) has its checkpoints and writes kept in
+    memory until the next commit on the connection (the connection must come from
+    `SqliteStore`); reads through the saver see them meanwhile. Other runs write as
+    `SqliteSaver` does.
     """
 
-    def __init__(self, conn: sqlite3.Connection, *, serde: Any = None, group_commits: bool = False) -> None:
+    durable = True  # PendingRows: checkpoints only join a flushed commit
+
+    def __init__(self, conn: sqlite3.Connection, *, serde: Any = None) -> None:
         super().__init__(conn, serde=serde)
-        self.group_commits = group_commits
         self._deferred_checkpoints: dict[tuple[str, str, str], tuple[Any, ...]] = {}
         self._deferred_writes: dict[tuple[str, str, str, str, int], tuple[bool, tuple[Any, ...]]] = {}
         self._deferred_lock = threading.Lock()
-        if group_commits:
-            if not isinstance(conn, _Connection):
-                raise ConfigError("group_commits needs the connection SqliteStore opens")
-            conn.hitl_before_commit = self._write_deferred
+        self._can_defer = isinstance(conn, _Connection)
+        if isinstance(conn, _Connection):
+            conn.hitl_pending.append(self)
 
-    # -- grouped commits -------------------------------------------------------------------
+    def _defers(self, config: RunnableConfig) -> bool:
+        return self._can_defer and bool(config["configurable"].get(DEFER_KEY))
 
     def put(
         self,
@@ -169,7 +230,7 @@ class HitlSqliteSaver(SqliteSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        if not self.group_commits:
+        if not self._defers(config):
             return super().put(config, checkpoint, metadata, new_versions)
         thread_id = str(config["configurable"]["thread_id"])
         checkpoint_ns = config["configurable"]["checkpoint_ns"]
@@ -178,12 +239,6 @@ class HitlSqliteSaver(SqliteSaver):
         row = (thread_id, checkpoint_ns, checkpoint["id"], config["configurable"].get("checkpoint_id"), type_, blob, meta)
         with self._deferred_lock:
             self._deferred_checkpoints[(thread_id, checkpoint_ns, checkpoint["id"])] = row
-        if metadata.get("source") == "loop" and metadata.get("step", 0) >= 1:
-            # the checkpoint after a step of real tasks (step 0 follows only the input): commit it
-            # with everything waiting, before LangGraph (with durability="sync") starts the next step
-            with self.lock:
-                self.setup()
-                self.conn.commit()
         return {"configurable": {"thread_id": config["configurable"]["thread_id"], "checkpoint_ns": checkpoint_ns,
                                  "checkpoint_id": checkpoint["id"]}}
 
@@ -194,7 +249,7 @@ class HitlSqliteSaver(SqliteSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        if not self.group_commits:
+        if not self._defers(config):
             return super().put_writes(config, writes, task_id, task_path)
         replace = all(w[0] in WRITES_IDX_MAP for w in writes)  # as SqliteSaver: REPLACE, else IGNORE
         thread_id = str(config["configurable"]["thread_id"])
@@ -212,49 +267,48 @@ class HitlSqliteSaver(SqliteSaver):
                     self._deferred_writes[key] = (replace, row)
 
     def commit_deferred(self) -> None:
-        """Commit the rows waiting for the next commit, if any (`close()` does it too)."""
-        if self._deferred_checkpoints or self._deferred_writes:
+        """Commit the rows waiting for the next commit, if any (`SqliteStore.close()` does it too)."""
+        if self.waiting():
             with self.lock:
                 self.conn.commit()
 
-    def _write_deferred(self) -> Callable[[bool], None] | None:
-        """Called by the connection just before it commits: add the deferred rows to the transaction."""
+    def waiting(self) -> bool:
+        return bool(self._deferred_checkpoints or self._deferred_writes)
+
+    def write(self, conn: sqlite3.Connection) -> Callable[[bool], None] | None:
+        """Add the deferred rows to the open transaction (called by the connection)."""
         with self._deferred_lock:
             if not self._deferred_checkpoints and not self._deferred_writes:
                 return None
             checkpoints, writes = self._deferred_checkpoints, self._deferred_writes
             self._deferred_checkpoints, self._deferred_writes = {}, {}
 
-        def restore() -> None:
-            with self._deferred_lock:
-                for k, v in checkpoints.items():
-                    self._deferred_checkpoints.setdefault(k, v)
-                for k, w in writes.items():
-                    self._deferred_writes.setdefault(k, w)
+        def after(committed: bool) -> None:
+            if committed:
+                return
+            with self._deferred_lock:  # rolled back: they wait for the next commit again
+                for ck, row in checkpoints.items():
+                    self._deferred_checkpoints.setdefault(ck, row)
+                for wk, write in writes.items():
+                    self._deferred_writes.setdefault(wk, write)
 
         try:
             if checkpoints:
-                self.conn.executemany(
+                conn.executemany(
                     f"INSERT OR REPLACE INTO checkpoints ({_CHECKPOINT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     list(checkpoints.values()),
                 )
             for replace in (True, False):
                 rows = [row for r, row in writes.values() if r is replace]
                 if rows:
-                    self.conn.executemany(
+                    conn.executemany(
                         f"INSERT OR {'REPLACE' if replace else 'IGNORE'} INTO writes ({_WRITE_COLUMNS}) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         rows,
                     )
         except BaseException:
-            self.conn.rollback()  # the commit fails as a whole: nothing half-written stays open
-            restore()
+            after(False)
             raise
-
-        def after(committed: bool) -> None:
-            if not committed:
-                restore()
-
         return after
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -303,14 +357,17 @@ class HitlSqliteSaver(SqliteSaver):
 
     def latest_checkpoint_id(self, thread_id: str, checkpoint_ns: str = "") -> str | None:
         """The id of the thread's latest checkpoint, None if it has none: one index lookup, no
-        deserialising (`get_state` costs ten times more). Sees rows waiting for a commit."""
+        deserialising (`get_state` costs ten times more). Sees rows waiting for a commit, which
+        are always the newest (they come from the run that holds the thread)."""
         with self._deferred_lock:
             waiting = [k[2] for k in self._deferred_checkpoints if k[0] == thread_id and k[1] == checkpoint_ns]
+        if waiting:
+            return max(waiting)
         with self.cursor(transaction=False) as cur:
             cur.execute("SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?",
                         (thread_id, checkpoint_ns))
             (stored,) = cur.fetchone()
-        return max([i for i in (stored, *waiting) if i], default=None)
+        return cast(str | None, stored)
 
     def list(
         self,
@@ -382,11 +439,6 @@ class SqliteStore(AbstractContextManager["SqliteStore"]):
         busy_timeout: Seconds a writer waits for another process's lock before failing.
         synchronous: `FULL` (default) flushes the WAL on every commit, surviving power loss;
             `NORMAL` survives a process crash (SIGKILL) but may lose the last commits on power loss.
-        group_commits: Commit LangGraph's rows once per graph step, and a pause or an end
-            together with the runner's ledger transaction, instead of every checkpoint and every
-            task's writes on its own: fewer disk flushes per run; after a crash the same decisions
-            and (with `durability="sync"`) the same finished steps are kept (see the module
-            docstring). Off by default.
 
     Example:
         >>> with SqliteStore(":memory:") as store:
@@ -400,22 +452,20 @@ class SqliteStore(AbstractContextManager["SqliteStore"]):
         *,
         busy_timeout: float = 30.0,
         synchronous: Synchronous = "FULL",
-        group_commits: bool = False,
     ) -> None:
         if synchronous not in ("FULL", "NORMAL"):
             raise ConfigError(f"synchronous must be 'FULL' or 'NORMAL', got {synchronous!r}")
         self.path = str(path) if path is not None else str(default_db_path())
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(self.path, check_same_thread=False, timeout=busy_timeout, factory=_Connection)
+        self.conn = cast(_Connection, sqlite3.connect(self.path, check_same_thread=False, timeout=busy_timeout,
+                                                      factory=_Connection))
         self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute(f"PRAGMA synchronous={synchronous}")
+        self.conn.hitl_synchronous = synchronous
         self.synchronous = synchronous
-        self.saver = HitlSqliteSaver(self.conn, group_commits=group_commits)
-        # our own rows may skip the disk flush when LangGraph's next checkpoint commit flushes them
-        # (see `write_transaction`); not when a pause's checkpoint rides on our commit
-        self.relaxed_ledger = synchronous == "FULL" and not group_commits
+        self.saver = HitlSqliteSaver(self.conn)
         self.saver.setup()
         self.lock = self.saver.lock
 

@@ -41,4 +41,5 @@ def conversation_workflow() -> Workflow:
         description="the agent answers, you reply (hitl respond --text ...), take over (modify) or end (approve)",
         example_input={"task": "Please review this function:\n\ndef add(a, b):\n    return a+b"},
         outcome=lambda state: "rejected" if (state.get("ended") or {}).get("how") == "reject" else "completed",
+        durability="exit",  # no side effects: one checkpoint per pause is safe
     )

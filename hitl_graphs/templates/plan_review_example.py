@@ -53,4 +53,5 @@ def plan_review_workflow() -> Workflow:
                     "before any runs; re-planned every 2 steps",
         example_input={"task": "summarise the three biggest AI breakthroughs of the year"},
         outcome=plan_outcome,
+        durability="exit",  # effects run through run_once: one checkpoint per pause is safe
     )

@@ -87,4 +87,5 @@ def tool_approval_workflow() -> Workflow:
             "What is the phone number of Alice? And once more: Alice's phone number?"
         )}]},
         outcome=lambda state: "completed",
+        durability="exit",  # effects run through run_once: one checkpoint per pause is safe
     )
