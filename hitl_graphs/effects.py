@@ -30,7 +30,7 @@ from langgraph.config import get_config
 
 from hitl_graphs import audit
 from hitl_graphs.gate import to_json
-from hitl_graphs.store import write_transaction
+from hitl_graphs.store import pending_rows, write_transaction
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS hitl_effects (
@@ -64,11 +64,7 @@ class EffectLog:
         It joins the next transaction on the connection (the task's writes, the next effect, or
         the ledger's record of where the run stopped) instead of costing a commit of its own.
         """
-        if self._events is None:
-            with write_transaction(self.conn, self.lock, flush=False) as c:
-                _record(c, thread_id, key, event, data, time.time())
-        else:
-            self._events.add(thread_id, key, event, data)
+        self._events.add(thread_id, key, event, data)
 
     def put(self, thread_id: str, key: str, result: Any) -> None:
         """Record an effect's result; flushed to disk before the node goes on (it happened)."""
@@ -115,14 +111,12 @@ class _HistoryBuffer:
         return after
 
 
-def _history_buffer(conn: sqlite3.Connection) -> _HistoryBuffer | None:
-    """The connection's one buffer (None for a connection that does not take pending rows)."""
-    pending = getattr(conn, "hitl_pending", None)
-    if pending is None:
-        return None
-    for p in pending:
-        if isinstance(p, _HistoryBuffer):
-            return p
+def _history_buffer(conn: sqlite3.Connection) -> _HistoryBuffer:
+    """The connection's one buffer."""
+    pending = pending_rows(conn)
+    for rows in pending:
+        if isinstance(rows, _HistoryBuffer):
+            return rows
     buffer = _HistoryBuffer()
     pending.append(buffer)
     return buffer

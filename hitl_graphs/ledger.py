@@ -407,14 +407,14 @@ class Ledger:
                     "deadline": review.deadline.isoformat() if review.deadline else None,
                 }))
             got = c.execute("SELECT * FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone()
+            if got is None:
+                raise UnknownThreadError(f"thread {thread_id!r} does not exist")
+            prev = ThreadRow(*got)
             c.execute(
                 "UPDATE hitl_threads SET status = ?, outcome = ?, error = ?, owner = NULL, lease_until = NULL, "
                 "updated_at = ? WHERE thread_id = ?",
                 (status, outcome, error, now, thread_id),
             )
-            if got is None:
-                raise UnknownThreadError(f"thread {thread_id!r} does not exist")
-            prev = ThreadRow(*got)
             if (prev.status, prev.outcome) != (status, outcome) and status in ("done", "failed"):
                 log.append(Event("failed" if status == "failed" else (outcome or "completed"),
                                  data={"error": error} if error else None))

@@ -148,7 +148,7 @@ def write_transaction(
     """
     with lock:
         hitl = conn if isinstance(conn, _Connection) else None
-        relaxed = not flush and hitl is not None and not hitl.hitl_durable_waiting() and _is_full(conn)
+        relaxed = not flush and hitl is not None and hitl.hitl_synchronous == "FULL" and not hitl.hitl_durable_waiting()
         if relaxed:
             conn.execute("PRAGMA synchronous=NORMAL")
         if hitl is not None:
@@ -170,14 +170,17 @@ def write_transaction(
                 conn.execute("PRAGMA synchronous=FULL")
 
 
+def pending_rows(conn: sqlite3.Connection) -> list[PendingRows]:
+    """What waits for the next commit on `conn`, to add to (the connection must be `SqliteStore`'s)."""
+    if not isinstance(conn, _Connection):
+        raise ConfigError("rows can wait for a commit only on the connection SqliteStore opens")
+    return conn.hitl_pending
+
+
 def write_pending(conn: sqlite3.Connection) -> None:
     """Write the rows waiting for a commit into the open transaction (see `_Connection`)."""
     if isinstance(conn, _Connection):
         conn.hitl_write_pending()
-
-
-def _is_full(conn: sqlite3.Connection) -> bool:
-    return getattr(conn, "hitl_synchronous", "FULL") == "FULL"
 
 
 def default_db_path() -> Path:
@@ -217,8 +220,8 @@ class HitlSqliteSaver(SqliteSaver):
         self._deferred_writes: dict[tuple[str, str, str, str, int], tuple[bool, tuple[Any, ...]]] = {}
         self._deferred_lock = threading.Lock()
         self._can_defer = isinstance(conn, _Connection)
-        if isinstance(conn, _Connection):
-            conn.hitl_pending.append(self)
+        if self._can_defer:
+            cast(_Connection, conn).hitl_pending.append(self)
 
     def _defers(self, config: RunnableConfig) -> bool:
         return self._can_defer and bool(config["configurable"].get(DEFER_KEY))
