@@ -77,6 +77,8 @@ from hitl_graphs.pauses import Pause, pause_from_output, read_pause
 from hitl_graphs.registry import Workflow, get_workflow
 from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadView
 from hitl_graphs.store import DEFER_KEY, SqliteStore
+from hitl_graphs.workers import LEASE_KEY, Pools
+from hitl_graphs.workers import install as install_workers
 
 T = TypeVar("T")
 log = logging.getLogger("hitl_graphs")
@@ -92,6 +94,8 @@ class _Invoke:
     input: Any
     config: RunnableConfig
     durability: Durability
+    workers: Pools | None = None
+    """Threads kept across runs for LangGraph's loop (sync runs only; see `hitl_graphs.workers`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +132,10 @@ Flow = Generator[_Effect, Any, T]
 
 def _run_sync(effect: _Effect) -> Any:
     match effect:
-        case _Invoke(graph, input, config, durability):
+        case _Invoke(graph, input, config, durability, workers):
+            lease = workers.lease() if workers is not None else None
+            if lease is not None:
+                config = {**config, "configurable": {**config.get("configurable", {}), LEASE_KEY: lease}}
             return graph.invoke(input, config, durability=durability)
         case _GetState(graph, config):
             return graph.get_state(config)
@@ -142,7 +149,7 @@ def _run_sync(effect: _Effect) -> Any:
 
 async def _run_async(effect: _Effect) -> Any:
     match effect:
-        case _Invoke(graph, input, config, durability):
+        case _Invoke(graph, input, config, durability, _):
             return await graph.ainvoke(input, config, durability=durability)
         case _GetState(graph, config):
             return await graph.aget_state(config)
@@ -200,6 +207,8 @@ class Runner:
             record of the pause (see `hitl_graphs.store`).
         on_review: Called once for every review the ledger records (a new pause), after it is
             committed: send a notification, post to a chat. Errors are logged, not raised.
+        reuse_threads: Keep LangGraph's worker threads from one sync run to the next instead
+            of starting new ones per `invoke` (see `hitl_graphs.workers`); `close` stops them.
 
     Example:
         >>> from hitl_graphs.examples import email_workflow
@@ -220,6 +229,7 @@ class Runner:
         durability: Durability | None = None,
         on_review: Callable[[ReviewRequest], None] | None = None,
         owns_store: bool = False,
+        reuse_threads: bool = True,
     ) -> None:
         self.store = store
         self.ledger = Ledger(store.conn, store.lock)
@@ -230,6 +240,7 @@ class Runner:
         self.durability = durability
         self.on_review = on_review
         self._owns_store = owns_store
+        self._workers = Pools() if reuse_threads and install_workers() else None
 
     @classmethod
     def open(
@@ -240,12 +251,14 @@ class Runner:
         lease: float = 600.0,
         durability: Durability | None = None,
         on_review: Callable[[ReviewRequest], None] | None = None,
+        reuse_threads: bool = True,
     ) -> Runner:
         """Open (or create) the database at `path` and return a runner that closes it on exit.
 
         `path` defaults to `$HITL_DB`, else `checkpoints/hitl.sqlite`.
         """
-        return cls(SqliteStore(path), workflows, lease=lease, durability=durability, on_review=on_review, owns_store=True)
+        return cls(SqliteStore(path), workflows, lease=lease, durability=durability, on_review=on_review,
+                   owns_store=True, reuse_threads=reuse_threads)
 
     def __enter__(self) -> Runner:
         return self
@@ -254,7 +267,9 @@ class Runner:
         self.close()
 
     def close(self) -> None:
-        """Close the database if this runner opened it."""
+        """Stop the runner's worker threads, and close the database if this runner opened it."""
+        if self._workers is not None:
+            self._workers.close()
         if self._owns_store:
             self.store.close()
 
@@ -775,7 +790,8 @@ class Runner:
         """Invoke the graph, then make the ledger agree with where it stopped."""
         try:
             durability = self._durability(wf, graph)
-            output = yield _Invoke(graph, input, _config(thread_id, self.effects, defer=durability == "exit"), durability)
+            output = yield _Invoke(graph, input, _config(thread_id, self.effects, defer=durability == "exit"), durability,
+                                   self._workers)
         except Exception as exc:
             yield from self._settle(wf, graph, thread_id, outcome_if_done=outcome_if_done, error=exc, new=new)
             raise

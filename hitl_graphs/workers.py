@@ -1,0 +1,123 @@
+"""LangGraph's worker threads, kept from one run to the next.
+
+Every sync `invoke` makes LangGraph start a fresh thread pool (`BackgroundExecutor`, one per run)
+and, on its first background task, a fresh thread: the checkpoint written when a run stops, a
+node run beside another, a checkpoint per step under `durability="async"`. Starting and joining
+those threads costs more than the whole of the runner's bookkeeping: about 0.15 ms a thread, and
+the hand-off of the interpreter lock between the new thread and the caller on top.
+
+The runner hands LangGraph a pool that lives as long as the runner, one per calling thread, for
+its own top-level runs only:
+
+- The pool rides in the run's config as a one-shot `Lease`. The first pool LangGraph asks for in
+  the run (the top-level loop's, asked for before any node runs) takes it; every pool asked for
+  after (a subgraph's loop, which copies the parent's config) gets LangGraph's usual fresh one.
+  So only the runner's own loop shares threads, and a node that waits on its subgraph's tasks
+  never waits behind its own pool.
+- One pool per calling thread: two threads running graphs through one runner get two pools, as
+  they would from LangGraph, so neither queues behind the other.
+- LangGraph still waits for its own tasks on exit and raises their errors; only the pool's
+  shutdown is skipped. `Runner.close` shuts the pools down.
+
+This replaces one function of a private LangGraph module (`langgraph.pregel._executor`), which is
+why it is guarded: if LangGraph no longer has it, `install` returns False and runs keep
+LangGraph's own pools (slower, not wrong). `tests/test_workers.py` fails if that happens, so an
+upgrade that breaks it shows. Pass `Runner(reuse_threads=False)` to opt out.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+from langchain_core.runnables.config import ContextThreadPoolExecutor
+
+LEASE_KEY = "__hitl_workers"
+"""In a run's `configurable`: a `Lease` on the pool the run's top-level loop uses."""
+
+_installed = False
+_install_lock = threading.Lock()
+
+
+class Lease:
+    """A pool that the first taker gets, and nobody after it."""
+
+    __slots__ = ("_pool",)
+
+    def __init__(self, pool: Executor) -> None:
+        self._pool: Executor | None = pool
+
+    def take(self) -> Executor | None:
+        pool, self._pool = self._pool, None
+        return pool
+
+
+class Pools:
+    """One long-lived pool per calling thread; `close` shuts them all down."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._all: list[ContextThreadPoolExecutor] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def lease(self) -> Lease | None:
+        """A lease on this thread's pool, or None once closed (runs then use LangGraph's own)."""
+        pool: ContextThreadPoolExecutor | None = getattr(self._local, "pool", None)
+        if pool is None:
+            with self._lock:
+                if self._closed:
+                    return None
+                pool = ContextThreadPoolExecutor(thread_name_prefix="hitl-langgraph")
+                self._all.append(pool)
+            self._local.pool = pool
+        return Lease(pool)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed, pools, self._all = True, self._all, []
+        for pool in pools:
+            pool.shutdown(wait=True)
+
+
+def install() -> bool:
+    """Let LangGraph's loops take a leased pool; True if LangGraph has the hook to replace.
+
+    Idempotent. Runs whose config holds no lease (anything not started by a runner) get exactly
+    what LangGraph would have given them.
+    """
+    global _installed
+    with _install_lock:
+        if _installed:
+            return True
+        try:
+            from langgraph.pregel import _executor
+        except ImportError:
+            return False
+        original = getattr(_executor, "get_executor_for_config", None)
+        if original is None or not callable(original):
+            return False
+        _executor.get_executor_for_config = _leasing(original)  # type: ignore[attr-defined]
+        _installed = True
+        return True
+
+
+def _leasing(original: Callable[[Any], AbstractContextManager[Executor]]) -> Callable[[Any], AbstractContextManager[Executor]]:
+    @contextmanager
+    def get_executor_for_config(config: Any) -> Iterator[Executor]:
+        config = config or {}
+        lease = (config.get("configurable") or {}).get(LEASE_KEY)
+        pool = lease.take() if isinstance(lease, Lease) else None
+        if config.get("max_concurrency"):  # a pool sized for this run: LangGraph's own
+            pool = None
+        if pool is None:
+            with original(config) as executor:
+                yield executor
+        else:
+            yield pool  # not shut down here: it outlives the run
+
+    get_executor_for_config.__wrapped__ = original  # type: ignore[attr-defined]
+    return get_executor_for_config
