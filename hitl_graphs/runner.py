@@ -133,9 +133,10 @@ Flow = Generator[_Effect, Any, T]
 def _run_sync(effect: _Effect) -> Any:
     match effect:
         case _Invoke(graph, input, config, durability, workers):
-            lease = workers.lease() if workers is not None else None
+            configurable = config.get("configurable", {})
+            lease = workers.lease(saves_inline=bool(configurable.get(DEFER_KEY))) if workers is not None else None
             if lease is not None:
-                config = {**config, "configurable": {**config.get("configurable", {}), LEASE_KEY: lease}}
+                config = {**config, "configurable": {**configurable, LEASE_KEY: lease}}
             return graph.invoke(input, config, durability=durability)
         case _GetState(graph, config):
             return graph.get_state(config)

@@ -18,6 +18,9 @@ its own top-level runs only:
   they would from LangGraph, so neither queues behind the other.
 - LangGraph still waits for its own tasks on exit and raises their errors; only the pool's
   shutdown is skipped. `Runner.close` shuts the pools down.
+- A run whose checkpoints wait for the ledger's commit (`DEFER_KEY`, see `hitl_graphs.store`)
+  saves them in the calling thread: such a save only appends rows to memory, so handing it to
+  another thread and waiting for it costs more than doing it. Nodes still run on the pool.
 
 This replaces one function of a private LangGraph module (`langgraph.pregel._executor`), which is
 why it is guarded: if LangGraph no longer has it, `install` returns False and runs keep
@@ -27,13 +30,15 @@ upgrade that breaks it shows. Pass `Runner(reuse_threads=False)` to opt out.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from langchain_core.runnables.config import ContextThreadPoolExecutor
+from langgraph.checkpoint.base import BaseCheckpointSaver
 
 LEASE_KEY = "__hitl_workers"
 """In a run's `configurable`: a `Lease` on the pool the run's top-level loop uses."""
@@ -64,8 +69,11 @@ class Pools:
         self._lock = threading.Lock()
         self._closed = False
 
-    def lease(self) -> Lease | None:
-        """A lease on this thread's pool, or None once closed (runs then use LangGraph's own)."""
+    def lease(self, *, saves_inline: bool = False) -> Lease | None:
+        """A lease on this thread's pool, or None once closed (runs then use LangGraph's own).
+
+        `saves_inline`: the run's checkpoint saves only append to memory; run them in the caller.
+        """
         pool: ContextThreadPoolExecutor | None = getattr(self._local, "pool", None)
         if pool is None:
             with self._lock:
@@ -74,13 +82,42 @@ class Pools:
                 pool = ContextThreadPoolExecutor(thread_name_prefix="hitl-langgraph")
                 self._all.append(pool)
             self._local.pool = pool
-        return Lease(pool)
+        return Lease(_SavesInline(pool) if saves_inline else pool)
 
     def close(self) -> None:
         with self._lock:
             self._closed, pools, self._all = True, self._all, []
         for pool in pools:
             pool.shutdown(wait=True)
+
+
+class _SavesInline(Executor):
+    """The pool, except for checkpoint saves, which run in the calling thread."""
+
+    def __init__(self, pool: Executor) -> None:
+        self._pool = pool
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        # LangGraph submits `Context.run(task, ...)`, the task being the first argument
+        if not (args and _is_context_run(fn) and _is_save(args[0])):
+            return self._pool.submit(fn, *args, **kwargs)
+        done: Future[Any] = Future()
+        try:
+            done.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # handed to LangGraph through the future, as the pool would
+            done.set_exception(exc)
+        return done
+
+
+def _is_context_run(fn: Any) -> bool:
+    return isinstance(getattr(fn, "__self__", None), contextvars.Context) and getattr(fn, "__name__", "") == "run"
+
+
+def _is_save(task: Any) -> bool:
+    """A checkpointer method, or the loop's "save after the previous save" step."""
+    return isinstance(getattr(task, "__self__", None), BaseCheckpointSaver) or (
+        getattr(task, "__name__", "") == "_checkpointer_put_after_previous"
+    )
 
 
 def install() -> bool:

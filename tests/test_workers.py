@@ -71,10 +71,24 @@ def fan_graph(*, fail: bool = False) -> StateGraph[FanState]:
     return g
 
 
+def line_graph() -> StateGraph[FanState]:
+    """gate -> a -> b: nothing runs side by side."""
+    g = StateGraph(FanState)
+    g.add_node("gate", _gate)
+    g.add_node("a", _where("a"))
+    g.add_node("b", _where("b"))
+    g.add_edge(START, "gate")
+    g.add_edge("gate", "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", END)
+    return g
+
+
 def _workflows(durability: Any = "exit") -> list[Workflow]:
     return [
         Workflow("fan", fan_graph, durability=durability),
         Workflow("fan-fails", lambda: fan_graph(fail=True), durability=durability),
+        Workflow("line", line_graph, durability=durability),
     ]
 
 
@@ -114,6 +128,22 @@ def test_runs_reuse_threads_with_the_same_results(tmp_path: Path, durability: st
         # the subgraph's loop got a pool of LangGraph's own, not the runner's
         assert any(s.startswith("sub_") and PREFIX not in s for s in done.state["seen"])
     assert results[True] == results[False] == ["a", "b", "sub_a", "sub_b"]
+
+
+@pytest.mark.parametrize("durability", ["exit", "async"])
+def test_a_deferred_run_saves_its_checkpoints_in_the_calling_thread(tmp_path: Path, durability: str) -> None:
+    """Under "exit" a save only appends rows to memory: no thread is woken for it. Under "async"
+    each step's save writes SQLite and goes to the pool, as in LangGraph."""
+    before = _ours()
+    with Runner.open(str(tmp_path / "h.sqlite"), workflows=_workflows(durability)) as runner:
+        for _ in range(3):
+            done = _cycle(runner, "line")
+            assert done.status == "done"
+            assert [s.split("@")[0] for s in done.state["seen"]] == ["a", "b"]
+        started = _ours() - before
+        assert (not started) if durability == "exit" else started
+        # and the thread reads back from the database as it ended
+        assert runner.show(done.thread_id).state["seen"] == done.state["seen"]
 
 
 def test_close_stops_the_threads(tmp_path: Path) -> None:
