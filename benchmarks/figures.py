@@ -37,8 +37,7 @@ def overhead(workdir: Path, ours: Sequence[Ours], plain: Sequence[Plain], *, n_r
     closers: list[Callable[[], None]] = []
     about: dict[str, str] = {}
     for p in plain:
-        app, conn = p.open(db)
-        variants[p.name] = plain_cycle(app, p.durability)
+        variants[p.name], conn = p.cycle(db)
         about[p.name] = p.about
         if conn is not None:
             closers.append(conn.close)

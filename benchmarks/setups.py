@@ -27,13 +27,14 @@ class Ours:
     synchronous: str = "FULL"
     durability: str = "exit"
     """The workflow's durability; "exit" is what the built-in plan-review workflow declares."""
+    reuse_threads: bool = True
     about: str = ""
 
     def runner(self, db: str, steps: int = 1) -> Any:
         from hitl_graphs import Runner, SqliteStore
 
         store = SqliteStore(db, synchronous=self.synchronous)  # type: ignore[arg-type]
-        return Runner(store, [ours_workflow(steps, self.durability)], owns_store=True)
+        return Runner(store, [ours_workflow(steps, self.durability)], owns_store=True, reuse_threads=self.reuse_threads)
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,14 @@ class Plain:
     saver: str = "sqlite"  # or "memory"
     synchronous: str | None = None  # None: SQLite's default (FULL)
     durability: str | None = None
+    reuse_threads: bool = False
+    """Hand LangGraph's loop a pool kept across invokes, as the runner does (`hitl_graphs.workers`)."""
     about: str = ""
+
+    def cycle(self, db: str, steps: int = 1) -> tuple[Callable[[], None], sqlite3.Connection | None]:
+        """One cycle of this configuration, and the connection to close afterwards (if any)."""
+        app, conn = self.open(db, steps)
+        return plain_cycle(app, self.durability, reuse_threads=self.reuse_threads), conn
 
     def open(self, db: str, steps: int = 1) -> tuple[Any, sqlite3.Connection | None]:
         from langgraph.checkpoint.memory import InMemorySaver
@@ -74,13 +82,29 @@ def ours_cycle(runner: Any) -> Callable[[], None]:
     return cycle
 
 
-def plain_cycle(app: Any, durability: str | None = None) -> Callable[[], None]:
+def plain_cycle(app: Any, durability: str | None = None, *, reuse_threads: bool = False) -> Callable[[], None]:
+    pools = None
+    if reuse_threads:
+        from hitl_graphs.workers import Pools, install
+
+        if not install():
+            raise RuntimeError("hitl_graphs.workers cannot hand LangGraph a pool with this LangGraph version")
+        pools = Pools()
+
+    def config(thread_id: str) -> dict[str, Any]:
+        configurable: dict[str, Any] = {"thread_id": thread_id}
+        if pools is not None:
+            from hitl_graphs.workers import LEASE_KEY
+
+            configurable[LEASE_KEY] = pools.lease()
+        return {"configurable": configurable}
+
     def cycle() -> None:
-        config = {"configurable": {"thread_id": uuid.uuid4().hex}}
-        out = app.invoke(INPUT, config, durability=durability)
+        thread_id = uuid.uuid4().hex
+        out = app.invoke(INPUT, config(thread_id), durability=durability)
         if "__interrupt__" not in out:
             raise RuntimeError("expected a pause")
-        out = app.invoke(Command(resume={"kind": "approve", "actor": "bench"}), config, durability=durability)
+        out = app.invoke(Command(resume={"kind": "approve", "actor": "bench"}), config(thread_id), durability=durability)
         if not out.get("results"):
             raise RuntimeError("expected the plan to run")
 
@@ -88,6 +112,9 @@ def plain_cycle(app: Any, durability: str | None = None) -> Callable[[], None]:
 
 
 PLAIN_MEMORY = Plain("plain_memory", saver="memory", about="plain LangGraph, InMemorySaver (nothing durable)")
+PLAIN_MEMORY_REUSED = Plain("plain_memory_reused_threads", saver="memory", reuse_threads=True,
+                            about="plain LangGraph, InMemorySaver, worker threads kept across invokes as the runner "
+                                  "keeps them (a reference: what the runner's thread reuse is worth to plain LangGraph)")
 PLAIN_SQLITE = Plain("plain_sqlite", about="plain LangGraph, SqliteSaver, SQLite defaults (WAL, synchronous=FULL)")
 PLAIN_SQLITE_NORMAL = Plain("plain_sqlite_normal", synchronous="NORMAL",
                             about="plain LangGraph, SqliteSaver, synchronous=NORMAL")
@@ -100,6 +127,8 @@ OURS = Ours("ours", about="Runner, plan-review as shipped: one checkpoint per pa
                            "with the ledger; synchronous=FULL (survives power loss)")
 OURS_NORMAL = Ours("ours_normal", synchronous="NORMAL",
                    about="as ours, synchronous=NORMAL (survives SIGKILL, not power loss)")
+OURS_NORMAL_FRESH = Ours("ours_normal_fresh_threads", synchronous="NORMAL", reuse_threads=False,
+                         about="as ours_normal, with LangGraph's fresh worker threads per invoke (Runner(reuse_threads=False))")
 OURS_ASYNC = Ours("ours_async", durability="async",
                   about="Runner, plan-review with LangGraph's default durability ('async': a checkpoint per step), FULL")
 
@@ -107,13 +136,13 @@ OURS_ASYNC = Ours("ours_async", durability="async",
 def ours_setups(*, quick: bool) -> list[Ours]:
     if quick:
         return [OURS, OURS_NORMAL]
-    return [OURS, OURS_NORMAL, OURS_ASYNC]
+    return [OURS, OURS_NORMAL, OURS_NORMAL_FRESH, OURS_ASYNC]
 
 
 def plain_setups(*, quick: bool) -> list[Plain]:
     if quick:
         return [PLAIN_MEMORY, PLAIN_SQLITE]
-    return [PLAIN_MEMORY, PLAIN_SQLITE, PLAIN_SQLITE_SYNC, PLAIN_SQLITE_NORMAL, PLAIN_SQLITE_EXIT]
+    return [PLAIN_MEMORY, PLAIN_MEMORY_REUSED, PLAIN_SQLITE, PLAIN_SQLITE_SYNC, PLAIN_SQLITE_NORMAL, PLAIN_SQLITE_EXIT]
 
 
 # time ratios reported for figure 1 (a / b: above 1, a is slower)
@@ -121,6 +150,8 @@ PAIRS: list[tuple[str, str]] = [
     ("ours", "plain_sqlite"),
     ("ours", "plain_memory"),
     ("ours_normal", "plain_memory"),
+    ("ours_normal_fresh_threads", "plain_memory"),
+    ("ours_normal", "plain_memory_reused_threads"),
     ("ours_normal", "plain_sqlite_normal"),
     ("ours_async", "plain_sqlite"),
     ("ours", "plain_sqlite_exit"),
