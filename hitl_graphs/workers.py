@@ -15,7 +15,8 @@ its own top-level runs only:
   So only the runner's own loop shares threads, and a node that waits on its subgraph's tasks
   never waits behind its own pool.
 - One pool per calling thread: two threads running graphs through one runner get two pools, as
-  they would from LangGraph, so neither queues behind the other.
+  they would from LangGraph, so neither queues behind the other. A forked child never uses its
+  parent's pools (their threads did not survive the fork); it gets LangGraph's own.
 - LangGraph still waits for its own tasks on exit and raises their errors; only the pool's
   shutdown is skipped. `Runner.close` shuts the pools down.
 - A run whose checkpoints wait for the ledger's commit (`DEFER_KEY`, see `hitl_graphs.store`)
@@ -31,6 +32,7 @@ upgrade that breaks it shows. Pass `Runner(reuse_threads=False)` to opt out.
 from __future__ import annotations
 
 import contextvars
+import os
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
@@ -68,12 +70,15 @@ class Pools:
         self._all: list[ContextThreadPoolExecutor] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._pid = os.getpid()
 
     def lease(self, *, saves_inline: bool = False) -> Lease | None:
         """A lease on this thread's pool, or None once closed (runs then use LangGraph's own).
 
         `saves_inline`: the run's checkpoint saves only append to memory; run them in the caller.
         """
+        if self._closed or os.getpid() != self._pid:  # a forked child: the threads stayed in the parent
+            return None
         pool: ContextThreadPoolExecutor | None = getattr(self._local, "pool", None)
         if pool is None:
             with self._lock:
@@ -104,7 +109,7 @@ class _SavesInline(Executor):
         done: Future[Any] = Future()
         try:
             done.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # handed to LangGraph through the future, as the pool would
+        except Exception as exc:  # handed to LangGraph through the future, as the pool would
             done.set_exception(exc)
         return done
 
@@ -137,7 +142,7 @@ def install() -> bool:
         original = getattr(_executor, "get_executor_for_config", None)
         if original is None or not callable(original):
             return False
-        _executor.get_executor_for_config = _leasing(original)  # type: ignore[attr-defined]
+        _executor.get_executor_for_config = _leasing(original)  # type: ignore[assignment]
         _installed = True
         return True
 

@@ -7,6 +7,7 @@ before. If a LangGraph upgrade removes the hook, the first test here fails.
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -15,7 +16,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
-from hitl_graphs import Approve, Runner, Workflow, request_review
+from hitl_graphs import Approve, Runner, SqliteStore, Workflow, request_review
 from hitl_graphs.workers import install
 
 PREFIX = "hitl-langgraph"
@@ -146,13 +147,18 @@ def test_a_deferred_run_saves_its_checkpoints_in_the_calling_thread(tmp_path: Pa
         assert runner.show(done.thread_id).state["seen"] == done.state["seen"]
 
 
-def test_close_stops_the_threads(tmp_path: Path) -> None:
+def test_close_stops_the_threads_and_later_runs_use_langgraphs_own(tmp_path: Path) -> None:
     before = _ours()
-    runner = Runner.open(str(tmp_path / "h.sqlite"), workflows=_workflows())
+    store = SqliteStore(str(tmp_path / "h.sqlite"))
+    runner = Runner(store, _workflows())
     _cycle(runner)
     assert _ours() - before
     runner.close()
     assert not (_ours() - before)
+    # the store is the caller's and still open: the runner goes on working, on LangGraph's pools
+    assert _cycle(runner).status == "done"
+    assert not (_ours() - before)
+    store.close()
 
 
 def test_each_calling_thread_gets_its_own_pool(tmp_path: Path) -> None:
@@ -174,6 +180,20 @@ def test_each_calling_thread_gets_its_own_pool(tmp_path: Path) -> None:
         for t in threads:
             t.join()
         assert len(pools) == 2 and pools[0] is not None and pools[0] is not pools[1]
+
+
+def test_a_forked_child_does_not_use_the_parents_pools() -> None:
+    """Their threads stayed in the parent: a task queued on them in the child would never run."""
+    from hitl_graphs.workers import Pools
+
+    pools = Pools()
+    assert pools.lease() is not None
+    pid = os.fork()
+    if pid == 0:  # the child reports through its exit status
+        os._exit(0 if pools.lease() is None else 1)
+    _, status = os.waitpid(pid, 0)
+    pools.close()
+    assert os.WEXITSTATUS(status) == 0
 
 
 def test_an_error_in_a_branch_still_fails_the_run(tmp_path: Path) -> None:
