@@ -109,7 +109,7 @@ class _SavesInline(Executor):
         done: Future[Any] = Future()
         try:
             done.set_result(fn(*args, **kwargs))
-        except Exception as exc:  # handed to LangGraph through the future, as the pool would
+        except Exception as exc:  # noqa: BLE001 - handed to LangGraph through the future, as the pool does
             done.set_exception(exc)
         return done
 
