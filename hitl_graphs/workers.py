@@ -3,8 +3,9 @@
 Every sync `invoke` makes LangGraph start a fresh thread pool (`BackgroundExecutor`, one per run)
 and, on its first background task, a fresh thread: the checkpoint written when a run stops, a
 node run beside another, a checkpoint per step under `durability="async"`. Starting and joining
-those threads costs more than the whole of the runner's bookkeeping: about 0.15 ms a thread, and
-the hand-off of the interpreter lock between the new thread and the caller on top.
+those threads costs about 0.15 ms a thread, plus the hand-off of the interpreter lock between the
+new thread and the caller: per pause+resume cycle, about as much as all of the ledger's work
+(`make bench`: `ours_normal_fresh_threads`).
 
 The runner hands LangGraph a pool that lives as long as the runner, one per calling thread, for
 its own top-level runs only:
