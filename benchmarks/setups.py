@@ -83,19 +83,17 @@ def ours_cycle(runner: Any) -> Callable[[], None]:
 
 
 def plain_cycle(app: Any, durability: str | None = None, *, reuse_threads: bool = False) -> Callable[[], None]:
-    pools = None
-    if reuse_threads:
-        from hitl_graphs.workers import Pools, install
+    """One cycle of a plain graph; `reuse_threads` hands each invoke a pool kept across invokes,
+    as the runner does (the same lease, without the runner)."""
+    from hitl_graphs.workers import LEASE_KEY, Pools, install
 
-        if not install():
-            raise RuntimeError("hitl_graphs.workers cannot hand LangGraph a pool with this LangGraph version")
-        pools = Pools()
+    if reuse_threads and not install():
+        raise RuntimeError("hitl_graphs.workers cannot hand LangGraph a pool with this LangGraph version")
+    pools = Pools() if reuse_threads else None
 
     def config(thread_id: str) -> dict[str, Any]:
         configurable: dict[str, Any] = {"thread_id": thread_id}
         if pools is not None:
-            from hitl_graphs.workers import LEASE_KEY
-
             configurable[LEASE_KEY] = pools.lease()
         return {"configurable": configurable}
 
