@@ -5,7 +5,11 @@ means nothing was written: the thread stays paused exactly as it was.
 
     HitlError
     ├── ConfigError                a workflow, database or option is set up wrongly
-    │   └── UnknownWorkflowError   no workflow is registered under that name
+    │   ├── UnknownWorkflowError   no workflow is registered under that name
+    │   └── SchemaVersionError     the database was written by a newer hitl_graphs
+    ├── StorageError               the database could not serve the request; nothing half-done was kept
+    │   ├── DatabaseBusyError      another process held the write lock too long; retrying is safe
+    │   └── UnsafeCheckpointError  a checkpoint holds a type that may not be loaded; nothing ran
     ├── ThreadError                the thread cannot take this request
     │   ├── UnknownThreadError     no such thread in the database
     │   ├── ThreadExistsError      `start` with a thread id that is already used
@@ -43,6 +47,28 @@ class ConfigError(HitlError):
 
 class UnknownWorkflowError(ConfigError):
     """No workflow is registered under the name asked for."""
+
+
+class SchemaVersionError(ConfigError):
+    """The database was written by a newer hitl_graphs; upgrade the package to open it."""
+
+
+class StorageError(HitlError):
+    """The database could not serve the request; what was not committed is not kept."""
+
+
+class DatabaseBusyError(StorageError):
+    """Another process held the database's write lock longer than the busy timeout.
+
+    Nothing of the refused request was kept; retrying is safe. A decision committed before the
+    lock ran out stays recorded, and `hitl recover` applies it."""
+
+
+class UnsafeCheckpointError(StorageError):
+    """A stored checkpoint holds a value whose type is not allowed to load (see `hitl_graphs.serde`).
+
+    Loading it would import and call code named by the database, so it is refused and nothing
+    runs; register the type with the workflow if it is yours."""
 
 
 class ThreadError(HitlError):

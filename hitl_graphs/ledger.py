@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from hitl_graphs import audit, effects, feedback
+from hitl_graphs import audit
 from hitl_graphs.audit import Event
 from hitl_graphs.errors import (
     AlreadyDecidedError,
@@ -44,7 +44,7 @@ from hitl_graphs.store import write_pending, write_transaction
 # waiting: a row written is one b-tree page fewer, and a review leaves the listing indexes once
 # decided, so the pages a cycle dirties (and the WAL must carry) stay few. A thread's reviews are
 # found through the primary key's thread_id prefix.
-_SCHEMA = """
+SCHEMA = """
 CREATE TABLE IF NOT EXISTS hitl_threads (
     thread_id   TEXT PRIMARY KEY,
     workflow    TEXT NOT NULL,
@@ -165,8 +165,6 @@ class Ledger:
     def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
         self.conn = conn
         self.lock = lock
-        with self.lock:
-            self.conn.executescript(_SCHEMA + audit.SCHEMA + feedback.SCHEMA + effects.SCHEMA)
 
     @contextmanager
     def _tx(self, *, flush: bool = False, pending_first: bool = True) -> Iterator[sqlite3.Connection]:

@@ -62,6 +62,8 @@ class Workflow:
             every step too. `None`: the runner's setting (LangGraph's default, `"async"`, unless
             the runner was given one). The built-in templates that run their effects through
             `run_once` declare `"exit"`.
+        serde_types: Classes the graph's state may hold that its state schema does not name
+            (checkpoints load only the types they are allowed to; see `hitl_graphs.serde`).
 
     Example:
         >>> from hitl_graphs.examples import approval_graph
@@ -81,6 +83,7 @@ class Workflow:
     example_input: Mapping[str, Any] | None = None
     outcome: Callable[[Mapping[str, Any]], Outcome | None] | None = None
     durability: Durability | None = None
+    serde_types: Sequence[type] = ()
 
     def compile(self, checkpointer: BaseCheckpointSaver[Any]) -> CompiledStateGraph[Any, Any, Any, Any]:
         """The graph bound to `checkpointer`, keeping its breakpoints."""

@@ -76,6 +76,7 @@ from hitl_graphs.patches import state_fields, validate_patch, validate_payload_p
 from hitl_graphs.pauses import Pause, pause_from_output, read_pause
 from hitl_graphs.registry import Workflow, get_workflow
 from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadView
+from hitl_graphs.serde import GuardedSerializer, graph_types
 from hitl_graphs.store import DEFER_KEY, SqliteStore
 from hitl_graphs.workers import LEASE_KEY, Pools
 from hitl_graphs.workers import install as install_workers
@@ -453,7 +454,12 @@ class Runner:
     def graph(self, name: str) -> Graph:
         """The workflow's graph compiled on this runner's checkpointer (built once)."""
         if name not in self._graphs:
-            self._graphs[name] = self.workflow(name).compile(self.store.saver)
+            wf = self.workflow(name)
+            graph = wf.compile(self.store.saver)
+            serde = self.store.saver.serde
+            if isinstance(serde, GuardedSerializer):  # the types this graph's state may hold may load
+                serde.allow(graph_types(graph) | set(wf.serde_types))
+            self._graphs[name] = graph
         return self._graphs[name]
 
     def _knows(self, name: str) -> bool:

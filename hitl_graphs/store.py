@@ -53,7 +53,8 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_writes_sql
 
-from hitl_graphs.errors import ConfigError
+from hitl_graphs.errors import ConfigError, DatabaseBusyError
+from hitl_graphs.serde import GuardedSerializer
 
 DEFAULT_DB = Path("checkpoints") / "hitl.sqlite"
 DB_ENV = "HITL_DB"
@@ -93,6 +94,7 @@ class _Connection(sqlite3.Connection):
         self.hitl_pending: list[PendingRows] = []
         self.hitl_relaxed = False
         self.hitl_synchronous: Synchronous = "FULL"
+        self.hitl_busy_timeout: float | None = None
         self._hitl_after: list[Callable[[bool], None]] = []
 
     def hitl_durable_waiting(self) -> bool:
@@ -154,20 +156,47 @@ def write_transaction(
         if hitl is not None:
             hitl.hitl_relaxed = relaxed
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                if pending_first:
-                    write_pending(conn)
-                yield conn
-            except BaseException:
-                conn.rollback()
-                raise
-            conn.commit()
+            with busy_as_error(_timeout_of(conn)):
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    if pending_first:
+                        write_pending(conn)
+                    yield conn
+                except BaseException:
+                    conn.rollback()
+                    raise
+                conn.commit()
         finally:
             if hitl is not None:
                 hitl.hitl_relaxed = False
             if relaxed:
                 conn.execute("PRAGMA synchronous=FULL")
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc)
+    return "database is locked" in text or "database is busy" in text or "database table is locked" in text
+
+
+def _busy_message(timeout: float | None) -> str:
+    waited = f"more than {timeout:g} s" if timeout is not None else "too long"
+    return (f"the database is busy: another process held its write lock for {waited}; nothing of this request was "
+            "kept and retrying is safe (a decision recorded before stays recorded: `hitl recover` applies it)")
+
+
+def _timeout_of(conn: sqlite3.Connection) -> float | None:
+    return conn.hitl_busy_timeout if isinstance(conn, _Connection) else None
+
+
+@contextmanager
+def busy_as_error(timeout: float | None) -> Iterator[None]:
+    """Turn SQLite's "database is locked" (the busy timeout ran out) into `DatabaseBusyError`."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if _is_busy(exc):
+            raise DatabaseBusyError(_busy_message(timeout)) from None
+        raise
 
 
 def pending_rows(conn: sqlite3.Connection) -> list[PendingRows]:
@@ -463,14 +492,29 @@ class SqliteStore(AbstractContextManager["SqliteStore"]):
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.conn = cast(_Connection, sqlite3.connect(self.path, check_same_thread=False, timeout=busy_timeout,
                                                       factory=_Connection))
-        self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute(f"PRAGMA synchronous={synchronous}")
-        self.conn.hitl_synchronous = synchronous
-        self.synchronous = synchronous
-        self.saver = HitlSqliteSaver(self.conn)
-        self.saver.setup()
-        self.lock = self.saver.lock
+        self.busy_timeout = busy_timeout
+        self.conn.hitl_busy_timeout = busy_timeout
+        try:
+            self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute(f"PRAGMA synchronous={synchronous}")
+            self.conn.hitl_synchronous = synchronous
+            self.synchronous = synchronous
+            self.saver = HitlSqliteSaver(self.conn, serde=GuardedSerializer())
+            self.lock = self.saver.lock
+            from hitl_graphs.schema import ensure_schema  # the schema module imports the ledger, which imports this
+
+            with busy_as_error(busy_timeout):
+                ensure_schema(self.conn, self.lock, self.path, self.saver.setup)
+            self.saver.is_setup = True  # our schema version says LangGraph's tables are there
+        except sqlite3.DatabaseError as exc:
+            self.conn.close()
+            if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
+                raise DatabaseBusyError(_busy_message(busy_timeout)) from None
+            raise ConfigError(f"{self.path} is not a hitl_graphs database (SQLite says: {exc})") from None
+        except BaseException:
+            self.conn.close()
+            raise
 
     def close(self) -> None:
         """Commit what waits for a commit, then close the connection. Safe to call twice."""
