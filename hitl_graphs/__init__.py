@@ -9,6 +9,7 @@ Example:
     'completed'
 """
 
+from hitl_graphs import _started  # noqa: F401  (first: when the process started using the package)
 from hitl_graphs.decisions import (
     ALL_KINDS,
     Approve,

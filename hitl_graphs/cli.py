@@ -28,8 +28,8 @@ from rich.json import JSON
 
 from hitl_graphs.builtin import register_builtins
 from hitl_graphs.decisions import Approve, Decision, Escalate, Modify, Reject, Respond
-from hitl_graphs.errors import HitlError
-from hitl_graphs.ledger import owner_alive
+from hitl_graphs import _started
+from hitl_graphs.errors import HitlError, StaleReviewError, ThreadBusyError
 from hitl_graphs.registry import load_app, registered
 from hitl_graphs.render import render_review
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
@@ -108,15 +108,33 @@ def _json_arg(text: str, option: str) -> dict[str, Any]:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         _fail(f"{option} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
+    except RecursionError:
+        _fail(f"{option} is nested too deeply to read; send a flatter value")
     if not isinstance(value, dict):
         _fail(f"{option} must be a JSON object, got {type(value).__name__}")
     return value
 
 
-def _stranded(runner: Runner, thread_id: str) -> bool:
-    """A decided review no live process is applying (a crash left it for `hitl recover`)."""
-    row = runner.ledger.thread(thread_id)
-    return row is not None and not (row.status == "running" and owner_alive(row.owner, row.lease_until, time.time()))
+def _pin(runner: Runner, thread: str) -> str | None:
+    """The review a decision without --review is about: the one pending when the command started.
+
+    If the thread is running, or what is pending now was raised after this command started (a
+    run that was going on meanwhile paused again), the person has not seen it: refuse.
+    """
+    view = runner.show(thread)
+    if view.status == "running":
+        raise ThreadBusyError(f"thread {thread!r} is running right now; look at what it asks once it pauses "
+                              f"(`hitl show {thread}`), then decide")
+    if len(view.reviews) != 1:
+        return None  # nothing or several pending: resume says which, and how to name one
+    review = view.reviews[0]
+    if review.created_at.timestamp() > _started.AT:
+        raise StaleReviewError(
+            f"thread {thread!r} moved on while this command started: review {review.review_id!r} "
+            f"({review.title}) was raised after it, so you have not seen it; nothing was decided. "
+            f"Look (`hitl show {thread}`), then decide with --review {review.review_id}"
+        )
+    return review.review_id
 
 
 def _actor(actor: str | None) -> str:
@@ -193,7 +211,7 @@ def pending(
     """List reviews waiting for a decision, across all threads."""
     with _runner() as runner:
         reviews = runner.pending(workflow=workflow, roles=role, limit=limit, offset=offset)
-        stranded = [] if as_json else [t for t in runner.ledger.threads_with_decided_reviews() if _stranded(runner, t)]
+        stranded = [] if as_json else runner.stranded()
     if as_json:
         _print_json([_review_json(r) for r in reviews])
         return
@@ -241,6 +259,8 @@ def _history_line(e: HistoryEntry) -> str:
 
 def _decide(thread: str, decision: Decision, review: str | None, as_json: bool, roles: list[str] | None = None) -> None:
     with _runner() as runner:
+        if review is None:
+            review = _pin(runner, thread)
         _emit_view(runner.resume(thread, decision, review_id=review, roles=_roles(roles)), as_json)
 
 
@@ -347,6 +367,17 @@ def recover(as_json: JsonFlag = False) -> None:
         out.print("nothing to recover")
     for view in views:
         _print_view(view)
+
+
+@app.command()
+def retry(
+    thread: str,
+    actor: ActorOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run a failed thread's failed step again (also after `hitl recover` gave up on it)."""
+    with _runner() as runner:
+        _emit_view(runner.retry(thread, actor=_actor(actor)), as_json)
 
 
 @app.command()
@@ -473,7 +504,11 @@ def demo(
 
 def main() -> None:
     """Entry point of the `hitl` script."""
-    app()
+    try:
+        app()
+    except HitlError as exc:  # refused while building the request (a decision's own checks)
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -19,19 +19,67 @@ import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
-from hitl_graphs.errors import InvalidDecisionError
+from hitl_graphs.errors import InvalidDecisionError, PatchError
 
 DecisionKind: TypeAlias = Literal["approve", "modify", "reject", "respond", "escalate"]
 ALL_KINDS: tuple[DecisionKind, ...] = ("approve", "modify", "reject")
 """What a review allows unless it says otherwise; `respond` and `escalate` are opted into."""
 
 
+MAX_DEPTH = 100
+"""How deeply a decision's values may nest (a patch of real edits stays far below)."""
+
+
+def check_json_safe(value: Any, *, what: str = "value") -> None:
+    """Refuse what cannot be stored as JSON text or would exhaust the stack later: nesting deeper
+    than `MAX_DEPTH`, and strings that are not valid Unicode (a lone surrogate). Iterative, so a
+    20,000-deep value is refused in one line instead of a `RecursionError`.
+
+    Raises:
+        PatchError: naming the problem and where it is.
+    """
+    todo: list[tuple[Any, str, int]] = [(value, what, 0)]
+    while todo:
+        item, where, depth = todo.pop()
+        if depth > MAX_DEPTH:
+            raise PatchError(f"{what} is nested deeper than {MAX_DEPTH} levels (at {where[:80]}...); send a flatter value")
+        if isinstance(item, str):
+            _check_text(item, where)
+        elif isinstance(item, Mapping):
+            for key, sub in item.items():
+                if isinstance(key, str):
+                    _check_text(key, where)
+                todo.append((sub, f"{where}.{key}" if depth < 8 else where, depth + 1))
+        elif isinstance(item, list | tuple):
+            todo.extend((sub, f"{where}[{i}]" if depth < 8 else where, depth + 1) for i, sub in enumerate(item))
+
+
+def _check_text(text: str, where: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise PatchError(
+            f"{where} holds text that is not valid Unicode ({exc.reason} at position {exc.start}); "
+            "send UTF-8 text"
+        ) from None
+
+
 class _DecisionBase(BaseModel):
     """Fields every decision carries: who decided and what they said about it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _json_safe(cls, data: Any) -> Any:
+        # before pydantic looks: a too-deep or non-Unicode value must be refused in one line,
+        # with our error (not a ValidationError), whichever way the decision was built
+        if isinstance(data, Mapping):
+            for name, value in data.items():
+                check_json_safe(value, what=str(name))
+        return data
 
     actor: str | None = None
     """Who decided. Recorded as given: it is not an identity check unless the caller verifies it."""

@@ -16,8 +16,6 @@ Claiming a decision is one `BEGIN IMMEDIATE` transaction that moves a review fro
 from __future__ import annotations
 
 import json
-import os
-import socket
 import sqlite3
 import threading
 import time
@@ -31,12 +29,14 @@ from hitl_graphs import audit
 from hitl_graphs.audit import Event
 from hitl_graphs.errors import (
     AlreadyDecidedError,
+    NoPendingReviewError,
     ReviewExpiredError,
     ReviewNotPendingError,
     ThreadBusyError,
     ThreadExistsError,
     UnknownThreadError,
 )
+from hitl_graphs.liveness import RunMarks
 from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStatus
 from hitl_graphs.store import write_pending, write_transaction
 
@@ -82,33 +82,6 @@ CREATE INDEX IF NOT EXISTS hitl_reviews_waiting_in ON hitl_reviews (workflow, cr
 CREATE INDEX IF NOT EXISTS hitl_reviews_due ON hitl_reviews (deadline) WHERE status = 'pending' AND deadline IS NOT NULL;
 CREATE INDEX IF NOT EXISTS hitl_reviews_decided ON hitl_reviews (thread_id) WHERE status = 'decided';
 """
-
-HOST = socket.gethostname()
-
-
-def this_owner() -> str:
-    """`host:pid` of this process: who holds a thread while it runs."""
-    return f"{HOST}:{os.getpid()}"
-
-
-def owner_alive(owner: str | None, lease_until: float | None, now: float) -> bool:
-    """Whether the process that claimed a thread may still be running it.
-
-    On this host the pid answers exactly; for another host only the lease can.
-    """
-    if not owner:
-        return False
-    host, _, pid = owner.rpartition(":")
-    if host == HOST and pid.isdigit():
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    return lease_until is not None and lease_until > now
-
 
 @dataclass(frozen=True, slots=True)
 class ThreadRow:
@@ -162,9 +135,14 @@ class ReviewRow:
 class Ledger:
     """SQL for the ledger tables. Every method is one transaction."""
 
-    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock, marks: RunMarks | None = None) -> None:
         self.conn = conn
         self.lock = lock
+        self.marks = marks if marks is not None else RunMarks(None)
+
+    def alive(self, row: ThreadRow) -> bool:
+        """Whether a live run holds the thread (see `hitl_graphs.liveness`)."""
+        return row.status == "running" and self.marks.alive(row.owner, row.lease_until, time.time())
 
     @contextmanager
     def _tx(self, *, flush: bool = False, pending_first: bool = True) -> Iterator[sqlite3.Connection]:
@@ -202,11 +180,26 @@ class Ledger:
         rows = self._read("SELECT * FROM hitl_threads WHERE thread_id = ?", (thread_id,))
         return ThreadRow(*rows[0]) if rows else None
 
-    def take_thread(self, thread_id: str, *, owner: str, lease_until: float) -> ThreadRow:
-        """Mark a thread as run by `owner` unless a live process already runs it."""
+    def take_thread(
+        self, thread_id: str, *, owner: str, lease_until: float, expect: Sequence[ThreadStatus] | None = None
+    ) -> ThreadRow:
+        """Mark a thread as run by `owner` unless a live process already runs it.
+
+        With `expect`, only a thread in one of those statuses, read under the write lock (so a
+        run that finished a moment ago is not taken for the paused thread it was).
+
+        Raises:
+            ThreadBusyError: a live run holds it.
+            NoPendingReviewError: its status is not one of `expect`.
+        """
         now = time.time()
         with self._tx() as c:
             row = self._thread_for_update(c, thread_id, owner, now)
+            if expect is not None and row.status not in expect:
+                ended = f" ({row.outcome})" if row.outcome else ""
+                raise NoPendingReviewError(
+                    f"thread {thread_id!r} is {row.status}{ended}, not {' or '.join(expect)}; nothing was changed"
+                )
             c.execute(
                 "UPDATE hitl_threads SET status = 'running', owner = ?, lease_until = ?, updated_at = ? WHERE thread_id = ?",
                 (owner, lease_until, now, thread_id),
@@ -218,7 +211,7 @@ class Ledger:
         if got is None:
             raise UnknownThreadError(f"thread {thread_id!r} does not exist")
         row = ThreadRow(*got)
-        if row.status == "running" and row.owner != owner and owner_alive(row.owner, row.lease_until, now):
+        if row.status == "running" and row.owner != owner and self.marks.alive(row.owner, row.lease_until, now):
             raise ThreadBusyError(
                 f"thread {thread_id!r} is being run by another process ({row.owner}); retry once it pauses"
             )
@@ -428,6 +421,16 @@ class Ledger:
     def threads_in(self, status: ThreadStatus) -> list[ThreadRow]:
         """Threads whose status is `status`."""
         return [ThreadRow(*r) for r in self._read("SELECT * FROM hitl_threads WHERE status = ?", (status,))]
+
+    def recover_attempts(self, thread_id: str) -> int:
+        """How often `recover` ran the thread again since its last start, decision or retry request."""
+        rows = self._read(
+            "SELECT count(*) FROM hitl_events WHERE thread_id = ? AND event = 'recovering' AND seq > coalesce(("
+            "SELECT max(seq) FROM hitl_events WHERE thread_id = ? AND event IN ('started', 'decided', 'retry_requested')"
+            "), 0)",
+            (thread_id, thread_id),
+        )
+        return int(rows[0][0])
 
     def add_events(self, thread_id: str, events: Sequence[Event]) -> None:
         with self._tx() as c:

@@ -70,7 +70,9 @@ def read_pause(
         return Pause(reviews, checkpoint_id, done=False, values=snapshot.values)
     errors = [t.error for t in snapshot.tasks if t.error is not None]
     if errors:
-        return Pause((), checkpoint_id, done=False, values=snapshot.values, error=f"{type(errors[0]).__name__}: {errors[0]}")
+        # a task's error reads back from the checkpoint as its repr: "ConnectionError('...')"
+        error = errors[0] if isinstance(errors[0], str) else f"{type(errors[0]).__name__}: {errors[0]}"
+        return Pause((), checkpoint_id, done=False, values=snapshot.values, error=error)
     if not snapshot.next:
         # every task of the step finished but the step's checkpoint was never written: the
         # process died between them. LangGraph shows this like a finished thread.

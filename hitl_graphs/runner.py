@@ -69,8 +69,6 @@ from hitl_graphs.ledger import (
     ReviewRow,
     Synced,
     ThreadRow,
-    owner_alive,
-    this_owner,
 )
 from hitl_graphs.patches import state_fields, validate_patch, validate_payload_patch
 from hitl_graphs.pauses import Pause, pause_from_output, read_pause
@@ -211,6 +209,9 @@ class Runner:
             committed: send a notification, post to a chat. Errors are logged, not raised.
         reuse_threads: Keep LangGraph's worker threads from one sync run to the next instead
             of starting new ones per `invoke` (see `hitl_graphs.workers`); `close` stops them.
+        max_attempts: How many times `recover` runs a step that raised again (a service that did
+            not answer), with the recorded decision, before leaving the thread failed for a
+            person (`retry` then tries once more).
 
     Example:
         >>> from hitl_graphs.examples import email_workflow
@@ -232,9 +233,10 @@ class Runner:
         on_review: Callable[[ReviewRequest], None] | None = None,
         owns_store: bool = False,
         reuse_threads: bool = True,
+        max_attempts: int = 3,
     ) -> None:
         self.store = store
-        self.ledger = Ledger(store.conn, store.lock)
+        self.ledger = Ledger(store.conn, store.lock, store.marks)
         self.effects = EffectLog(store.conn, store.lock)
         self._workflows = {w.name: w for w in workflows} if workflows is not None else None
         self._graphs: dict[str, Graph] = {}
@@ -242,6 +244,7 @@ class Runner:
         self.durability = durability
         self.on_review = on_review
         self._owns_store = owns_store
+        self.max_attempts = max_attempts
         self._workers = Pools() if reuse_threads and install_workers() else None
 
     @classmethod
@@ -254,13 +257,14 @@ class Runner:
         durability: Durability | None = None,
         on_review: Callable[[ReviewRequest], None] | None = None,
         reuse_threads: bool = True,
+        max_attempts: int = 3,
     ) -> Runner:
         """Open (or create) the database at `path` and return a runner that closes it on exit.
 
         `path` defaults to `$HITL_DB`, else `checkpoints/hitl.sqlite`.
         """
         return cls(SqliteStore(path), workflows, lease=lease, durability=durability, on_review=on_review,
-                   owns_store=True, reuse_threads=reuse_threads)
+                   owns_store=True, reuse_threads=reuse_threads, max_attempts=max_attempts)
 
     def __enter__(self) -> Runner:
         return self
@@ -342,8 +346,26 @@ class Runner:
         return _drive(self._history(thread_id))
 
     def recover(self) -> list[ThreadView]:
-        """Finish what crashed processes left: apply recorded decisions, continue stalled runs."""
+        """Finish what crashed processes and failed steps left: apply recorded decisions, continue
+        stalled runs, run a step that raised again (up to `max_attempts` times per decision)."""
         return _drive(self._recover())
+
+    def stranded(self) -> list[str]:
+        """Threads holding a decision that no live process is applying (a crash or a failed step
+        left it; `recover` applies it)."""
+        ids = self.ledger.threads_with_decided_reviews()
+        rows = [self.ledger.thread(t) for t in ids]
+        return [row.thread_id for row in rows if row is not None and not self.ledger.alive(row)]
+
+    def retry(self, thread_id: str, *, actor: str | None = None) -> ThreadView:
+        """Run a failed thread's failed step again, also after `recover` gave up on it.
+
+        Raises:
+            UnknownThreadError: no such thread.
+            NoPendingReviewError: the thread has not failed.
+            ThreadBusyError: a live process runs it.
+        """
+        return _drive(self._retry(thread_id, actor))
 
     def sweep(self) -> list[ThreadView]:
         """Resolve every review whose deadline has passed with its default decision.
@@ -439,6 +461,10 @@ class Runner:
         """Async `recover`."""
         return await _adrive(self._recover())
 
+    async def aretry(self, thread_id: str, *, actor: str | None = None) -> ThreadView:
+        """Async `retry`."""
+        return await _adrive(self._retry(thread_id, actor))
+
     # -- workflows -------------------------------------------------------------------------
 
     def workflow(self, name: str) -> Workflow:
@@ -485,9 +511,10 @@ class Runner:
             if existing is not None:
                 raise ThreadExistsError(f"thread {thread_id!r} already has checkpoints; resume it or start with another id")
         thread_id = thread_id or uuid.uuid4().hex
-        yield _Call(self.ledger.create_thread, (thread_id, name),
-                    {"owner": this_owner(), "lease_until": time.time() + self.lease, "data": new.data, "actor": actor})
-        return (yield from self._run(wf, graph, thread_id, data, outcome_if_done="completed"))
+        with self.store.marks.hold() as owner:
+            yield _Call(self.ledger.create_thread, (thread_id, name),
+                        {"owner": owner, "lease_until": time.time() + self.lease, "data": new.data, "actor": actor})
+            return (yield from self._run(wf, graph, thread_id, data, outcome_if_done="completed"))
 
     def _pending(self, workflow: str | None, roles: Sequence[str] | None, limit: int, offset: int) -> Flow[list[ReviewRequest]]:
         yield from self._reconcile_stale()
@@ -508,25 +535,37 @@ class Runner:
     def _resume(
         self, thread_id: str, raw: Decision | Mapping[str, Any] | str, review_id: str | None, roles: tuple[str, ...]
     ) -> Flow[ThreadView]:
+        asked_at = time.time()
         decision = parse_decision(raw)
         row = yield from self._thread(thread_id)
         try:
-            return (yield from self._decide(row, decision, review_id, roles))
+            return (yield from self._decide(row, decision, review_id, roles, asked_at))
         except (DecisionError, NoPendingReviewError, ThreadBusyError) as exc:
             refused = Event("refused", review_id, decision.actor, {"kind": decision.kind, "error": str(exc)})
             yield _Call(self.ledger.add_events, (thread_id, [refused]))
             raise
 
     def _decide(
-        self, row: ThreadRow, decision: Decision, review_id: str | None, roles: tuple[str, ...]
+        self, row: ThreadRow, decision: Decision, review_id: str | None, roles: tuple[str, ...], asked_at: float
     ) -> Flow[ThreadView]:
         thread_id = row.thread_id
         wf = self.workflow(row.workflow)
         graph = self.graph(row.workflow)
+        if self.ledger.alive(row):  # what is pending is about to change: the person has not seen it
+            decided = yield _Call(self.ledger.reviews, (thread_id, ("decided",)))
+            if not decided:
+                raise ThreadBusyError(f"thread {thread_id!r} is being run by another process ({row.owner}); "
+                                      f"look again once it pauses (`hitl show {thread_id}`)")
         pending: list[ReviewRow] = yield _Call(self.ledger.reviews, (thread_id, ("pending",)))
         if not pending:
             yield from self._explain_nothing_pending(row, review_id)
         review = yield from self._pick(row, pending, review_id)
+        if review_id is None and review.request.created_at.timestamp() > asked_at:
+            # the thread moved on between the call and our read: this is not what the caller saw
+            raise StaleReviewError(
+                f"thread {thread_id!r} paused again at review {review.review_id!r} after this decision was asked "
+                f"for; nothing was decided: look at it (`hitl show {thread_id}`) and pass review_id"
+            )
         clean = _check(decision, review.request, graph, roles=roles, started_by=row.started_by)
         values: Any = None
         latest: str | None = yield _Call(self.store.saver.latest_checkpoint_id, (thread_id,))
@@ -535,10 +574,11 @@ class Runner:
             # the checkpoint moved since the ledger recorded the review (or we need its values):
             # read it, and make sure the review still waits there, showing the same payload
             values = yield from self._check_still_pending(wf, graph, row, review)
-        yield _Call(self.ledger.claim, (thread_id, review.review_id, decision_to_json(clean)),
-                    {"owner": this_owner(), "lease_until": time.time() + self.lease,
-                     "record": _replaced(clean, review.request, values)})
-        return (yield from self._apply(wf, graph, thread_id, review, clean))
+        with self.store.marks.hold() as owner:
+            yield _Call(self.ledger.claim, (thread_id, review.review_id, decision_to_json(clean)),
+                        {"owner": owner, "lease_until": time.time() + self.lease,
+                         "record": _replaced(clean, review.request, values)})
+            return (yield from self._apply(wf, graph, thread_id, review, clean))
 
     def _check_still_pending(self, wf: Workflow, graph: Graph, row: ThreadRow, review: ReviewRow) -> Flow[Any]:
         thread_id = row.thread_id
@@ -548,7 +588,7 @@ class Runner:
             # decided by a racing process since we read the ledger, or answered outside the runner
             yield from self._refuse_decided(row, review.review_id)
             now_row: ThreadRow | None = yield _Call(self.ledger.thread, (thread_id,))
-            if now_row is not None and not (now_row.status == "running" and owner_alive(now_row.owner, now_row.lease_until, time.time())):
+            if now_row is not None and not self.ledger.alive(now_row):
                 yield from self._sync(thread_id, pause, "completed", None)
             raise ReviewNotPendingError(
                 f"review {review.review_id!r} is no longer pending on thread {thread_id!r}: the thread moved on "
@@ -576,24 +616,35 @@ class Runner:
             return None
         default = request.default_decision or {"kind": "reject", "reason": "no decision in time"}
         decision = parse_decision({**default, "actor": actor})
-        try:
-            yield _Call(self.ledger.claim, (request.thread_id, review.review_id, decision_to_json(decision)),
-                        {"owner": this_owner(), "lease_until": time.time() + self.lease, "by_deadline": by_deadline})
-        except (AlreadyDecidedError, ReviewNotPendingError, ThreadBusyError):
-            return None
-        wf, graph = self.workflow(request.workflow), self.graph(request.workflow)
-        try:
-            return (yield from self._apply(wf, graph, request.thread_id, review, decision))
-        except Exception:  # the thread is marked failed; one bad graph must not stop the sweep
-            return None
+        with self.store.marks.hold() as owner:
+            try:
+                yield _Call(self.ledger.claim, (request.thread_id, review.review_id, decision_to_json(decision)),
+                            {"owner": owner, "lease_until": time.time() + self.lease, "by_deadline": by_deadline})
+            except (AlreadyDecidedError, ReviewNotPendingError, ThreadBusyError):
+                return None
+            wf, graph = self.workflow(request.workflow), self.graph(request.workflow)
+            try:
+                return (yield from self._apply(wf, graph, request.thread_id, review, decision))
+            except Exception:  # the thread is marked failed; one bad graph must not stop the sweep
+                log.exception("applying the default decision of review %s failed", review.review_id)
+                return None
 
     def _wait(self, thread_id: str, review_id: str | None, timeout: float, poll: float) -> Flow[ThreadView]:
         row = yield from self._thread(thread_id)
-        pending: list[ReviewRow] = yield _Call(self.ledger.reviews, (thread_id, ("pending",)))
-        if not pending:
-            yield from self._explain_nothing_pending(row, review_id)
-        review = yield from self._pick(row, pending, review_id)
         end = time.monotonic() + timeout
+        pending: list[ReviewRow] = yield _Call(self.ledger.reviews, (thread_id, ("pending",)))
+        try:
+            if not pending:
+                yield from self._explain_nothing_pending(row, review_id)
+            review = yield from self._pick(row, pending, review_id)
+        except AlreadyDecidedError:
+            # decided just before we looked: what was waited for has happened; return where the
+            # thread stands once the run that applies it has stopped
+            while True:
+                row = yield from self._thread(thread_id)
+                if not self.ledger.alive(row) or time.monotonic() >= end:
+                    return (yield from self._view(row))
+                yield _Sleep(poll)
         while True:
             now: ReviewRow | None = yield _Call(self.ledger.review, (thread_id, review.review_id))
             row = yield from self._thread(thread_id)
@@ -611,74 +662,92 @@ class Runner:
         graph = self.graph(row.workflow)
         if row.status == "done":
             raise NoPendingReviewError(f"thread {thread_id!r} already ended ({row.outcome}); nothing to cancel")
-        yield _Call(self.ledger.take_thread, (thread_id,), {"owner": this_owner(), "lease_until": time.time() + self.lease})
-        waiting: list[ReviewRow] = yield _Call(self.ledger.reviews, (thread_id, ("pending",)))
-        yield _UpdateState(graph, _config(thread_id), None, END)
-        where = [{"review_id": r.review_id, "node": r.request.node, "position": r.request.position} for r in waiting]
-        yield _Call(self.ledger.add_events, (thread_id, [Event("cancel_requested", actor=actor, data={"reason": reason, "at": where})]))
-        return (yield from self._settle(self.workflow(row.workflow), graph, thread_id, outcome_if_done="cancelled"))
+        with self.store.marks.hold() as owner:
+            # the status is read again under the write lock: a decision applied meanwhile wins
+            yield _Call(self.ledger.take_thread, (thread_id,),
+                        {"owner": owner, "lease_until": time.time() + self.lease, "expect": ("paused", "failed")})
+            waiting: list[ReviewRow] = yield _Call(self.ledger.reviews, (thread_id, ("pending",)))
+            yield _UpdateState(graph, _config(thread_id), None, END)
+            where = [{"review_id": r.review_id, "node": r.request.node, "position": r.request.position} for r in waiting]
+            yield _Call(self.ledger.add_events, (thread_id, [Event("cancel_requested", actor=actor,
+                                                                   data={"reason": reason, "at": where})]))
+            return (yield from self._settle(self.workflow(row.workflow), graph, thread_id, outcome_if_done="cancelled"))
 
     def _recover(self) -> Flow[list[ThreadView]]:
-        yield from self._reconcile_stale()
+        reconciled = yield from self._reconcile_stale()
         views: list[ThreadView] = []
         decided: list[str] = yield _Call(self.ledger.threads_with_decided_reviews)
-        for thread_id in decided:
-            row: ThreadRow | None = yield _Call(self.ledger.thread, (thread_id,))
-            if row is None or not self._knows(row.workflow):
-                continue
-            if row.status == "running" and owner_alive(row.owner, row.lease_until, time.time()):
-                continue
-            reviews: list[ReviewRow] = yield _Call(self.ledger.reviews, (thread_id, ("decided",)))
-            wf, graph = self.workflow(row.workflow), self.graph(row.workflow)
-            if not reviews or not (yield from self._take(thread_id)):
-                continue  # another process is recovering it right now
-            review = reviews[0]
-            yield _Call(self.ledger.add_events, (thread_id, [Event("recovering", review.review_id)]))
-            pause = yield from self._read(wf, graph, thread_id)
-            if review.review_id not in {r.review_id for r in pause.reviews}:
-                # the graph took the decision before the crash: continue the run if it stopped
-                # mid-way, else only the ledger had not heard
-                if pause.stalled_at:
-                    views.append((yield from self._run(wf, graph, thread_id, None, outcome_if_done=_outcome(review))))
-                else:
-                    views.append((yield from self._settle(wf, graph, thread_id, outcome_if_done=_outcome(review), pause=pause)))
-                continue
-            decision = parse_decision(review.decision or {})
-            try:
-                views.append((yield from self._apply(wf, graph, thread_id, review, decision)))
-            except Exception:  # the thread is marked failed with its error; recover the others
-                log.exception("recovering thread %s failed", thread_id)
         failed: list[ThreadRow] = yield _Call(self.ledger.threads_in, ("failed",))
-        for row in failed:
-            if not self._knows(row.workflow) or row.thread_id in decided:
-                continue
-            wf, graph = self.workflow(row.workflow), self.graph(row.workflow)
-            pause = yield from self._read(wf, graph, row.thread_id)
+        for thread_id in [*decided, *(r.thread_id for r in failed if r.thread_id not in decided)]:
+            try:
+                view = yield from self._recover_one(thread_id)
+            except Exception as exc:  # the thread is marked failed with its error; recover the others
+                log.warning("recovering thread %s failed: %s: %s", thread_id, type(exc).__name__, exc)
+                view = yield from self._show(thread_id)
+            if view is not None:
+                views.append(view)
+        seen = {v.thread_id for v in views}  # a thread reconciled and then run on is listed once, as it ended
+        return [v for v in reconciled if v.thread_id not in seen] + views
+
+    def _retry(self, thread_id: str, actor: str | None) -> Flow[ThreadView]:
+        row = yield from self._thread(thread_id)
+        if self.ledger.alive(row):
+            raise ThreadBusyError(f"thread {thread_id!r} is being run by another process ({row.owner}); retry once it stops")
+        if row.status != "failed":
+            raise NoPendingReviewError(f"thread {thread_id!r} has not failed (status {row.status}); nothing to retry")
+        yield _Call(self.ledger.add_events, (thread_id, [Event("retry_requested", actor=actor)]))
+        view = yield from self._recover_one(thread_id, forced=True)
+        if view is None:
+            raise ThreadBusyError(f"thread {thread_id!r} was taken by another process meanwhile; `hitl show` has its status")
+        return view
+
+    def _recover_one(self, thread_id: str, *, forced: bool = False) -> Flow[ThreadView | None]:
+        """Finish one thread a crash or an error left: apply its recorded decision, continue a
+        stalled run, run a step that raised again (at most `max_attempts` times unless `forced`),
+        or run a start killed before its first checkpoint again from its input."""
+        row: ThreadRow | None = yield _Call(self.ledger.thread, (thread_id,))
+        if row is None or not self._knows(row.workflow) or self.ledger.alive(row):
+            return None
+        if row.status == "failed" and not forced:
+            attempts: int = yield _Call(self.ledger.recover_attempts, (thread_id,))
+            if attempts >= self.max_attempts:
+                return None  # left for a person: `hitl show` says so, `hitl retry` tries again
+        wf, graph = self.workflow(row.workflow), self.graph(row.workflow)
+        with self.store.marks.hold() as owner:
+            if not (yield from self._take(thread_id, owner)):
+                return None  # another process is recovering it right now
+            reviews: list[ReviewRow] = yield _Call(self.ledger.reviews, (thread_id, ("decided",)))
+            review = reviews[0] if reviews else None
+            pause = yield from self._read(wf, graph, thread_id)
+            outcome = _outcome(review) if review is not None else "completed"
+            about: dict[str, Any] = {}
             input: Any = None
-            if pause.checkpoint_id is None:  # killed before its first checkpoint: run it from its input
-                input = yield _Call(self.ledger.started_input, (row.thread_id,))
-                if input is None:
-                    continue
-                about: dict[str, Any] = {"from": "input"}
+            if review is not None and review.review_id in {r.review_id for r in pause.reviews}:
+                about = {"apply": review.review_id}
             elif pause.stalled_at:
                 about = {"stalled_at": list(pause.stalled_at)}
-            else:
-                continue
-            if not (yield from self._take(row.thread_id)):
-                continue
-            yield _Call(self.ledger.add_events, (row.thread_id, [Event("recovering", data=about)]))
-            try:
-                views.append((yield from self._run(wf, graph, row.thread_id, input, outcome_if_done="completed")))
-            except Exception:  # marked failed with its error, as above
-                log.exception("recovering thread %s failed", row.thread_id)
-        return views
+            elif pause.error:
+                about = {"retry": pause.error}
+            elif review is None and pause.checkpoint_id is None:
+                input = yield _Call(self.ledger.started_input, (thread_id,))
+                about = {"from": "input"}
+            if not about or (about.get("from") == "input" and input is None):
+                # nothing to run: the graph took the decision before the crash, or there is
+                # nothing to run again; only the ledger had not heard where the thread stands
+                return (yield from self._settle(wf, graph, thread_id, outcome_if_done=outcome, pause=pause))
+            yield _Call(self.ledger.add_events, (thread_id, [Event("recovering", review.review_id if review else None,
+                                                                   data=about)]))
+            if "apply" in about:
+                assert review is not None
+                return (yield from self._apply(wf, graph, thread_id, review, parse_decision(review.decision or {})))
+            return (yield from self._run(wf, graph, thread_id, input, outcome_if_done=outcome))
 
     # -- flow pieces -----------------------------------------------------------------------
 
-    def _take(self, thread_id: str) -> Flow[bool]:
-        """Hold a thread for this process; False if another live process holds it."""
+    def _take(self, thread_id: str, owner: str) -> Flow[bool]:
+        """Hold a thread for this run; False if another live run holds it."""
         try:
-            yield _Call(self.ledger.take_thread, (thread_id,), {"owner": this_owner(), "lease_until": time.time() + self.lease})
+            yield _Call(self.ledger.take_thread, (thread_id,), {"owner": owner, "lease_until": time.time() + self.lease})
         except ThreadBusyError:
             return False
         return True
@@ -689,7 +758,7 @@ class Runner:
             raise UnknownThreadError(
                 f"thread {thread_id!r} does not exist; nothing was started (`hitl pending` lists paused threads)"
             )
-        if row.status == "running" and not owner_alive(row.owner, row.lease_until, time.time()) and self._knows(row.workflow):
+        if row.status == "running" and not self.ledger.alive(row) and self._knows(row.workflow):
             yield from self._reconcile(row)
             row = yield _Call(self.ledger.thread, (thread_id,))
         assert row is not None
@@ -703,10 +772,10 @@ class Runner:
             raise ReviewNotPendingError(
                 f"thread {row.thread_id!r} has {len(pending)} pending reviews; pass a review id: {listing}"
             )
-        matches = (
-            [r for r in pending if review_id in (r.review_id, r.request.key)]
-            or [r for r in pending if r.review_id.startswith(review_id)]
-        )
+        matches = [r for r in pending if review_id in (r.review_id, r.request.key)]
+        if not matches:
+            _check_prefix(review_id, row.thread_id)
+            matches = [r for r in pending if r.review_id.startswith(review_id)]
         if len(matches) == 1:
             return matches[0]
         if len(matches) > 1:
@@ -716,6 +785,7 @@ class Runner:
         raise ReviewNotPendingError(f"review {review_id!r} is not pending on thread {row.thread_id!r}; pending: {listing}")
 
     def _refuse_decided(self, row: ThreadRow, review_id: str) -> Flow[None]:
+        _check_prefix(review_id, row.thread_id)
         others: list[ReviewRow] = yield _Call(self.ledger.reviews, (row.thread_id, ("decided", "applied", "cancelled", "superseded")))
         for r in others:
             if r.review_id == review_id or r.review_id.startswith(review_id):
@@ -726,7 +796,9 @@ class Runner:
                 raise AlreadyDecidedError(f"review {r.review_id!r} of thread {row.thread_id!r} was already decided ({kind}{who})")
 
     def _explain_nothing_pending(self, row: ThreadRow, review_id: str | None) -> Flow[None]:
-        busy = row.status == "running" and owner_alive(row.owner, row.lease_until, time.time())
+        fresh: ThreadRow | None = yield _Call(self.ledger.thread, (row.thread_id,))  # a racer may have finished it
+        row = fresh or row
+        busy = self.ledger.alive(row)
         decided: list[ReviewRow] = yield _Call(self.ledger.reviews, (row.thread_id, ("decided",)))
         if decided:
             d = decided[0].decision or {}
@@ -867,10 +939,13 @@ class Runner:
             status, outcome, message = "done", outcome_if_done, None
         else:
             status, outcome = "failed", None
-            if error is not None:
-                message = f"{type(error).__name__}: {error}"
-            elif pause.error:
-                message = pause.error
+            if error is not None or pause.error:
+                message = f"{type(error).__name__}: {error}" if error is not None else pause.error
+                attempts: int = yield _Call(self.ledger.recover_attempts, (thread_id,))
+                left = self.max_attempts - attempts
+                message += (f"; `hitl recover` runs the failed step again ({left} of {self.max_attempts} attempts left)"
+                            if left > 0 else
+                            f"; `hitl recover` gave up after {attempts} attempts: fix the cause, then `hitl retry {thread_id}`")
             elif pause.stalled_at:
                 message = f"the run stopped before finishing {', '.join(pause.stalled_at)}; `hitl recover` continues it"
             else:
@@ -896,19 +971,34 @@ class Runner:
         return _thread_view(row, values, [r.request for r in open_reviews if r.status == "pending"],
                      [r.review_id for r in open_reviews if r.status == "decided"])
 
-    def _reconcile(self, row: ThreadRow) -> Flow[None]:
+    def _reconcile(self, row: ThreadRow) -> Flow[ThreadView]:
         """Bring one crashed thread's ledger rows in line with its latest checkpoint (read-only)."""
         wf, graph = self.workflow(row.workflow), self.graph(row.workflow)
         pause = yield from self._read(wf, graph, row.thread_id)
         yield _Call(self.ledger.add_events, (row.thread_id, [Event("reconciled", data={"owner": row.owner})]))
-        yield from self._sync(row.thread_id, pause, "completed", None)
+        synced = yield from self._sync(row.thread_id, pause, "completed", None)
+        return _thread_view(synced.thread, pause.values, synced.pending, synced.decided)
 
-    def _reconcile_stale(self) -> Flow[None]:
+    def _reconcile_stale(self) -> Flow[list[ThreadView]]:
+        """Reconcile every thread marked running whose run is over (crashed, or ended unrecorded)."""
         running: list[ThreadRow] = yield _Call(self.ledger.threads_in, ("running",))
-        now = time.time()
+        views: list[ThreadView] = []
         for row in running:
-            if not owner_alive(row.owner, row.lease_until, now) and self._knows(row.workflow):
-                yield from self._reconcile(row)
+            if not self.ledger.alive(row) and self._knows(row.workflow):
+                views.append((yield from self._reconcile(row)))
+        return views
+
+
+MIN_PREFIX = 6
+"""The fewest characters of a review id that name it (ids are 32; their keys match in full)."""
+
+
+def _check_prefix(review_id: str, thread_id: str) -> None:
+    if len(review_id.strip()) < MIN_PREFIX:
+        raise ReviewNotPendingError(
+            f"review id {review_id!r} is too short to name a review of thread {thread_id!r}: give at least "
+            f"{MIN_PREFIX} characters of its id, or its key (`hitl show {thread_id}` lists them)"
+        )
 
 
 def _thread_view(row: ThreadRow, values: Any, pending: Sequence[ReviewRequest], decided: Sequence[str]) -> ThreadView:

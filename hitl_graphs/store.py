@@ -54,6 +54,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_writes_sql
 
 from hitl_graphs.errors import ConfigError, DatabaseBusyError
+from hitl_graphs.liveness import RunMarks
 from hitl_graphs.serde import GuardedSerializer
 
 DEFAULT_DB = Path("checkpoints") / "hitl.sqlite"
@@ -494,6 +495,8 @@ class SqliteStore(AbstractContextManager["SqliteStore"]):
                                                       factory=_Connection))
         self.busy_timeout = busy_timeout
         self.conn.hitl_busy_timeout = busy_timeout
+        self.marks = RunMarks(None if self.path == ":memory:" else self.path)
+        """Which runs hold a thread right now (see `hitl_graphs.liveness`)."""
         try:
             self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
             self.conn.execute("PRAGMA journal_mode=WAL")

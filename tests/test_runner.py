@@ -178,7 +178,7 @@ def test_finished_thread_says_so(runner: Runner, db: str) -> None:
     with pytest.raises(AlreadyDecidedError, match="already decided \\(approve\\)"):
         runner.resume(view.thread_id, Approve(), review_id=view.reviews[0].review_id)
     with pytest.raises(AlreadyDecidedError, match="has no pending review: its last review"):
-        runner.resume(view.thread_id, Approve(), review_id="zzz")
+        runner.resume(view.thread_id, Approve(), review_id="zzzzzzzz")
     assert fingerprint(db, view.thread_id) == before
     assert effects().count("pay:acme:120") == 1
     undecided = runner.start("approval-noroute")

@@ -264,7 +264,56 @@ def _single(name: str, node: Any, *, loop: bool = False) -> Any:
     return build
 
 
+# -- flaky: a service after the review that may not answer; locker: holds the write lock ------
+
+
+class SendState(TypedDict, total=False):
+    to: str
+    sent: bool
+
+
+def _send(state: SendState) -> SendState:
+    down = os.environ.get("HITL_TEST_DOWN")
+    if down and os.path.exists(down):
+        raise ConnectionError("mail service did not answer")
+    effect(f"send:{state['to']}")
+    return {"sent": True}
+
+
+HELD: list[Any] = []
+"""Connections `locker` opened and holds the write lock on (a test releases them)."""
+
+
+def _lock_db(state: SendState) -> SendState:
+    import sqlite3
+
+    marker = Path(os.environ["HITL_TEST_EFFECTS"] + ".locked")
+    if not marker.exists():  # the first run only
+        marker.write_text("locked")
+        conn = sqlite3.connect(os.environ["HITL_DB_PATH"], isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")  # held past the busy timeout: the run cannot record its end
+        HELD.append(conn)
+    effect("send")
+    return {"sent": True}
+
+
+def _gated(node: Any) -> Any:
+    def build() -> StateGraph[SendState]:
+        g = StateGraph(SendState)
+        g.add_node("review", review_node("gate", lambda s: {"to": s["to"]}, title="Send?", on_approve="send",
+                                         on_reject=END), destinations=("send", END))
+        g.add_node("send", node)
+        g.add_edge(START, "review")
+        g.add_edge("send", END)
+        return g
+
+    return build
+
+
 WORKFLOWS = [
+    Workflow("flaky", _gated(_send), example_input={"to": "ana"}),
+    Workflow("flaky-exit", _gated(_send), example_input={"to": "ana"}, durability="exit"),
+    Workflow("locker", _gated(_lock_db), example_input={"to": "ana"}, durability="exit"),
     Workflow("timed", _single("pay", _timed(None)), example_input={"amount": 5}),
     Workflow("timed-approve", _single("notify", _timed(__import__("hitl_graphs").Approve())), example_input={"amount": 1}),
     Workflow("finance", _single("payout", _finance), example_input={"amount": 500}),
