@@ -1,10 +1,23 @@
-"""When this process started using hitl_graphs: the first module the package imports.
+"""When this process started: what "the review pending when the command started" is measured by.
 
 The CLI refuses to apply a decision to a review raised after the command started (the person
-cannot have seen it); the package's import time is the closest moment to "the command started"
-that every platform gives, before LangGraph's imports take their second.
+cannot have seen it). On Linux the kernel knows when the process started (to 10 ms); elsewhere
+the package's import time, taken first thing, is the closest moment every platform gives, before
+LangGraph's imports take their second.
 """
 
+import os
 import time
 
 AT = time.time()
+
+
+def process_started() -> float:
+    """The wall-clock time this process started (the package's import time where unknown)."""
+    try:
+        with open("/proc/self/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: start time since boot
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return AT
+    return min(time.time() - age, AT)

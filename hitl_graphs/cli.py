@@ -48,6 +48,9 @@ out = Console(highlight=False, soft_wrap=True)
 
 class _Opts:
     db: Path | None = None
+    started: float | None = None
+    """When the `hitl` process started (set by `main`); None when the app is invoked in-process."""
+    invoked_at: float = 0.0
 
 
 _opts = _Opts()
@@ -71,6 +74,7 @@ def _main(
     ] = None,
 ) -> None:
     _opts.db = db
+    _opts.invoked_at = time.time()
     register_builtins()
     module = app_module or os.environ.get("HITL_APP")
     if module:
@@ -128,7 +132,8 @@ def _pin(runner: Runner, thread: str) -> str | None:
     if len(view.reviews) != 1:
         return None  # nothing or several pending: resume says which, and how to name one
     review = view.reviews[0]
-    if review.created_at.timestamp() > _started.AT:
+    started = _opts.started if _opts.started is not None else _opts.invoked_at
+    if review.created_at.timestamp() > started:
         raise StaleReviewError(
             f"thread {thread!r} moved on while this command started: review {review.review_id!r} "
             f"({review.title}) was raised after it, so you have not seen it; nothing was decided. "
@@ -504,6 +509,7 @@ def demo(
 
 def main() -> None:
     """Entry point of the `hitl` script."""
+    _opts.started = _started.process_started()
     try:
         app()
     except HitlError as exc:  # refused while building the request (a decision's own checks)
