@@ -55,11 +55,16 @@ def _this_process() -> _Process:
     return _process
 
 
-def _file(path: str) -> int:
+def _file(path: str) -> int | None:
+    """The marks file's descriptor; None where it cannot be opened (a read-only folder): then a
+    live process on this host is trusted to be running its threads, as before per-run marks."""
     key = os.path.realpath(path)
     with _files_lock:
         if key not in _files:
-            _files[key] = os.open(key, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                _files[key] = os.open(key, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError:
+                return None
         return _files[key]
 
 
@@ -118,9 +123,8 @@ class RunMarks:
                 return owner in proc.held
         if not _pid_alive(pid):
             return False
-        if self.path is None:
-            return True
-        return _locked(_file(self.path), pid * _SLOTS_PER_PID + slot)
+        fd = _file(self.path) if self.path is not None else None
+        return True if fd is None else _locked(fd, pid * _SLOTS_PER_PID + slot)
 
 
 def _pid_alive(pid: int) -> bool:
