@@ -43,7 +43,7 @@ from hitl_graphs.errors import (
     UnknownWorkflowError,
     UnsafeCheckpointError,
 )
-from hitl_graphs.audit import AuditReport
+from hitl_graphs.audit import AuditHead, AuditReport
 from hitl_graphs.effects import effect_key, record_event, run_once
 from hitl_graphs.feedback import Feedback
 from hitl_graphs.gate import request_review, review_node
@@ -107,6 +107,7 @@ __all__ = [
     "Approve",
     "AskOncePolicy",
     "AskWhenPolicy",
+    "AuditHead",
     "AuditReport",
     "ConfigError",
     "Confirmation",

@@ -17,7 +17,10 @@ def process_started() -> float:
     try:
         with open("/proc/self/stat") as f:
             ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: start time since boot
-        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+        tick = 1 / os.sysconf("SC_CLK_TCK")
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks * tick
     except (OSError, ValueError, IndexError, AttributeError):
         return AT
-    return min(time.time() - age, AT)
+    # the kernel counts in ticks (10 ms), rounding the start down: one tick later is never
+    # before the true start, so a review raised just before the command is not taken for later
+    return min(time.time() - age + tick, AT)

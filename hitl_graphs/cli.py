@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -410,17 +411,38 @@ app.add_typer(audit_app, name="audit")
 
 
 @audit_app.command("verify")
-def audit_verify(as_json: JsonFlag = False) -> None:
-    """Check the hash chain; exit 1 naming the first entry edited, deleted or reordered."""
+def audit_verify(
+    expect_head: Annotated[
+        list[str] | None,
+        typer.Option("--expect-head", help="A head kept elsewhere (SEQ:HASH from `hitl audit head`) that must still be "
+                                           "in the log (repeatable)."),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Check the hash chain (keyed with $HITL_AUDIT_KEY if set), its head, the ledger's decisions
+    against it, and heads kept elsewhere; exit 1 naming the first problem."""
     with _runner() as runner:
-        report = runner.audit_verify()
+        report = runner.audit_verify(expect_head=expect_head or ())
     if as_json:
-        _print_json({"ok": report.ok, "checked": report.checked, "head": report.head,
-                     "first_bad_seq": report.first_bad_seq, "problem": report.problem})
+        _print_json({"ok": report.ok, "checked": report.checked, "head": report.head, "head_seq": report.head_seq,
+                     "keyed": report.keyed, "first_bad_seq": report.first_bad_seq, "problem": report.problem})
     elif report.ok:
-        out.print(f"audit log intact: {report.checked} entries, head {report.head}")
+        keyed = ", keyed" if report.keyed else ""
+        out.print(f"audit log intact: {report.checked} entries{keyed}, head {report.head_seq}:{report.head}")
     if not report.ok:
         _fail(f"audit log broken: {report.problem}")
+
+
+@audit_app.command("head")
+def audit_head(as_json: JsonFlag = False) -> None:
+    """Print the log's head (SEQ:HASH) to keep where the database's writers cannot write."""
+    with _runner() as runner:
+        head = runner.audit_head()
+    if as_json:
+        _print_json({"seq": head.seq, "hash": head.hash, "head": str(head),
+                     "at": datetime.now(UTC).isoformat(timespec="seconds")})
+    else:
+        typer.echo(str(head))
 
 
 @audit_app.command("export")

@@ -422,6 +422,14 @@ class Ledger:
         """Threads whose status is `status`."""
         return [ThreadRow(*r) for r in self._read("SELECT * FROM hitl_threads WHERE status = ?", (status,))]
 
+    def fail_thread(self, thread_id: str, error: str, events: Sequence[Event] = ()) -> None:
+        """Mark a thread failed with `error` (nobody runs it any more), recording `events`."""
+        now = time.time()
+        with self._tx(flush=True) as c:
+            c.execute("UPDATE hitl_threads SET status = 'failed', error = ?, owner = NULL, lease_until = NULL, updated_at = ? "
+                      "WHERE thread_id = ?", (error, now, thread_id))
+            audit.append(c, thread_id, [*events, Event("failed", data={"error": error})], now)
+
     def recover_attempts(self, thread_id: str) -> int:
         """How often `recover` ran the thread again since its last start, decision or retry request."""
         rows = self._read(

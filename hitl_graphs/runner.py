@@ -34,7 +34,7 @@ from langgraph.types import Command, Durability, StateSnapshot
 
 from hitl_graphs import audit
 from hitl_graphs import feedback as feedback_mod
-from hitl_graphs.audit import AuditReport
+from hitl_graphs.audit import AuditHead, AuditReport
 from hitl_graphs.decisions import (
     Approve,
     Decision,
@@ -49,6 +49,7 @@ from hitl_graphs.effects import CONFIG_KEY as EFFECTS_KEY
 from hitl_graphs.effects import EffectLog
 from hitl_graphs.errors import (
     AlreadyDecidedError,
+    ConfigError,
     DecisionError,
     InvalidDecisionError,
     NoPendingReviewError,
@@ -404,9 +405,24 @@ class Runner:
         """Send ratings not yet exported to `client` (e.g. `langsmith.Client()`); opt-in only."""
         return feedback_mod.export_feedback(self.store.conn, self.store.lock, client, run_id_for=run_id_for)
 
-    def audit_verify(self) -> AuditReport:
-        """Check the audit log's hash chain; names the first edited, deleted or reordered entry."""
-        return audit.verify(self.store.conn, self.store.lock)
+    def audit_verify(self, *, expect_head: Sequence[AuditHead | str] = ()) -> AuditReport:
+        """Check the audit log: its hash chain (keyed with the store's `audit_key`, if any), its
+        head, the ledger's decisions against it, and heads kept elsewhere (`expect_head`, each an
+        `AuditHead` or the `SEQ:HASH` text `audit_head()` gave). Names the first problem.
+
+        Raises:
+            ConfigError: an `expect_head` text is not `SEQ:HASH`.
+        """
+        try:
+            heads = [h if isinstance(h, AuditHead) else AuditHead.parse(h) for h in expect_head]
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        return audit.verify(self.store.conn, self.store.lock, key=self.store.audit_key, expect_heads=heads)
+
+    def audit_head(self) -> AuditHead:
+        """The audit log's last entry (`str()` of it is `SEQ:HASH`): keep it where the database's
+        writers cannot write, and pass it to `audit_verify(expect_head=...)` later."""
+        return audit.head(self.store.conn, self.store.lock)
 
     def audit_export(self, out: TextIO, *, thread_id: str | None = None) -> int:
         """Write the audit log (or one thread's part) as JSON Lines; returns the entry count."""
@@ -689,6 +705,16 @@ class Runner:
         seen = {v.thread_id for v in views}  # a thread reconciled and then run on is listed once, as it ended
         return [v for v in reconciled if v.thread_id not in seen] + views
 
+    def _refuse_unaudited(self, thread_id: str, review: ReviewRow, recorded: dict[str, Any] | None) -> Flow[ThreadView]:
+        """A decision in the ledger that the audit log does not record is not applied: someone
+        wrote it there directly. The thread is marked failed for a person to look at."""
+        what = "has no audit record" if recorded is None else "differs from the one its audit record holds"
+        message = (f"the decision of review {review.review_id!r} in the ledger {what}; it was not applied (the database "
+                   "was edited?): check `hitl audit verify`, then `hitl cancel` the thread or decide it anew")
+        yield _Call(self.ledger.fail_thread, (thread_id, message, [
+            Event("refused_unaudited", review.review_id, data={"ledger": review.decision, "audit": recorded})]))
+        return (yield from self._show(thread_id))
+
     def _retry(self, thread_id: str, actor: str | None) -> Flow[ThreadView]:
         row = yield from self._thread(thread_id)
         if self.ledger.alive(row):
@@ -731,6 +757,10 @@ class Runner:
             elif review is None and pause.checkpoint_id is None:
                 input = yield _Call(self.ledger.started_input, (thread_id,))
                 about = {"from": "input"}
+            if "apply" in about and review is not None:
+                recorded = yield _Call(audit.recorded_decision, (self.store.conn, self.store.lock, thread_id, review.review_id))
+                if recorded is None or recorded != review.decision:
+                    return (yield from self._refuse_unaudited(thread_id, review, recorded))
             if not about or (about.get("from") == "input" and input is None):
                 # nothing to run: the graph took the decision before the crash, or there is
                 # nothing to run again; only the ledger had not heard where the thread stands

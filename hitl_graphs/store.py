@@ -53,6 +53,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_writes_sql
 
+from hitl_graphs.audit import key_from_env
 from hitl_graphs.errors import ConfigError, DatabaseBusyError
 from hitl_graphs.liveness import RunMarks
 from hitl_graphs.serde import GuardedSerializer
@@ -96,6 +97,7 @@ class _Connection(sqlite3.Connection):
         self.hitl_relaxed = False
         self.hitl_synchronous: Synchronous = "FULL"
         self.hitl_busy_timeout: float | None = None
+        self.hitl_audit_key: bytes | None = None
         self._hitl_after: list[Callable[[bool], None]] = []
 
     def hitl_durable_waiting(self) -> bool:
@@ -472,6 +474,8 @@ class SqliteStore(AbstractContextManager["SqliteStore"]):
         busy_timeout: Seconds a writer waits for another process's lock before failing.
         synchronous: `FULL` (default) flushes the WAL on every commit, surviving power loss;
             `NORMAL` survives a process crash (SIGKILL) but may lose the last commits on power loss.
+        audit_key: A secret the audit log's entries are keyed with (HMAC), so a chain rebuilt
+            without it is detected; defaults to `$HITL_AUDIT_KEY` (none when unset).
 
     Example:
         >>> with SqliteStore(":memory:") as store:
@@ -485,6 +489,7 @@ class SqliteStore(AbstractContextManager["SqliteStore"]):
         *,
         busy_timeout: float = 30.0,
         synchronous: Synchronous = "FULL",
+        audit_key: str | bytes | None = None,
     ) -> None:
         if synchronous not in ("FULL", "NORMAL"):
             raise ConfigError(f"synchronous must be 'FULL' or 'NORMAL', got {synchronous!r}")
@@ -495,6 +500,10 @@ class SqliteStore(AbstractContextManager["SqliteStore"]):
                                                       factory=_Connection))
         self.busy_timeout = busy_timeout
         self.conn.hitl_busy_timeout = busy_timeout
+        key = audit_key.encode() if isinstance(audit_key, str) else audit_key
+        self.audit_key = key if key is not None else key_from_env()
+        """The secret the audit log's entries are keyed with (`$HITL_AUDIT_KEY`); see `hitl_graphs.audit`."""
+        self.conn.hitl_audit_key = self.audit_key
         self.marks = RunMarks(None if self.path == ":memory:" else self.path)
         """Which runs hold a thread right now (see `hitl_graphs.liveness`)."""
         try:
