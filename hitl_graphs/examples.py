@@ -75,9 +75,17 @@ def email_workflow() -> Workflow:
     )
 
 
+class ProposedAction(TypedDict):
+    """What `execute` needs, key by key: a patch missing one is refused before it is recorded
+    (a bare `dict[str, str]` let `{}` through, and `execute` then failed with the decision spent)."""
+
+    action: str
+    target: str
+
+
 class ApprovalState(TypedDict, total=False):
     task: str
-    proposed_action: dict[str, str]
+    proposed_action: ProposedAction
     approved: bool | None
     result: str | None
     executions: Annotated[int, _count]

@@ -8,11 +8,13 @@ saved and can break the next node, or leave the thread unreadable.
 from __future__ import annotations
 
 import json
+import types
 import typing
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+import typing_extensions
 from pydantic import TypeAdapter, ValidationError
 
 from hitl_graphs.errors import PatchError
@@ -108,9 +110,42 @@ def type_name(tp: Any) -> str:
     return str(tp).replace("typing.", "")
 
 
+_EXTENSIONS_TYPEDDICT = type(typing_extensions.TypedDict("_Probe", {}))
+
+
 @lru_cache(maxsize=256)
 def _adapter(tp: Any) -> TypeAdapter[Any]:
-    return TypeAdapter(tp)
+    return TypeAdapter(_for_pydantic(tp))
+
+
+def _for_pydantic(tp: Any) -> Any:
+    """`tp` with every `typing.TypedDict` in it rebuilt as a `typing_extensions.TypedDict`.
+
+    LangGraph's docs write state with `typing.TypedDict`; on Python < 3.12 pydantic refuses to
+    validate one nested in a field ("use typing_extensions.TypedDict"), which would leave such
+    fields unchecked. The rebuilt class has the same keys, types and required keys.
+    """
+    if typing.is_typeddict(tp) and type(tp) is not _EXTENSIONS_TYPEDDICT:
+        hints = typing.get_type_hints(tp, include_extras=True)
+        required = getattr(tp, "__required_keys__", frozenset(hints))
+        fields = {k: (typing_extensions.Required if k in required else typing_extensions.NotRequired)[_for_pydantic(v)]
+                  for k, v in hints.items()}
+        return typing_extensions.TypedDict(tp.__name__, fields)  # type: ignore[operator]
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is None or not args:
+        return tp
+    mapped = tuple(_for_pydantic(a) if not isinstance(a, (str, int, float, bool, bytes)) and a is not ... else a
+                   for a in args)
+    if mapped == args:
+        return tp
+    if origin is typing.Annotated:
+        return typing.Annotated[mapped[0], *mapped[1:]]  # type: ignore[valid-type]
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[mapped]  # noqa: UP007
+    try:
+        return origin[mapped] if len(mapped) > 1 else origin[mapped[0]]
+    except TypeError:
+        return tp
 
 
 def _describe(exc: ValidationError) -> str:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from hitl_graphs import Approve, Modify, Reject, Runner
+from hitl_graphs.examples import approval_workflow
+from tests.conftest import fingerprint, hitl
 
 
 @pytest.fixture
@@ -52,3 +56,17 @@ def test_escalations_show_in_history(builtin: Runner) -> None:
     escalated = [e.data for e in builtin.history(view.thread_id) if e.event == "escalated"]
     assert escalated and all({"from", "to", "reason", "at"} <= set(e) for e in escalated)
     assert [e["to"] for e in escalated][-1] == review.payload["level"]
+
+
+@pytest.mark.parametrize("patch", [{}, {"action": "restart"}, {"action": "restart", "target": 3}],
+                         ids=["empty", "no-target", "target-not-text"])
+def test_an_approval_patch_the_node_cannot_use_is_refused_before_it_is_recorded(db: str, patch: dict[str, object]) -> None:
+    with Runner.open(db, workflows=[approval_workflow()]) as runner:
+        thread_id = runner.start("approval", {"task": "web"}).thread_id
+    before = fingerprint(db, thread_id)
+    refused = hitl(db, "modify", thread_id, "--patch", json.dumps({"proposed_action": patch}))
+    assert refused.returncode == 1 and "field 'proposed_action' expects ProposedAction" in refused.stderr
+    assert fingerprint(db, thread_id) == before
+    with Runner.open(db, workflows=[approval_workflow()]) as runner:
+        view = runner.resume(thread_id, Modify(patch={"proposed_action": {"action": "restart", "target": "db"}}))
+    assert (view.status, view.state["result"]) == ("done", "did restart on db")
