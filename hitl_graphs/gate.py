@@ -11,6 +11,8 @@ from a user's own `interrupt(...)` calls (which it still lists and resumes, as k
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -53,7 +55,7 @@ def request_review(
     verify_phrase: str | None = None,
     required_role: str | None = None,
     separation_of_duties: bool = False,
-    timeout: float | None = None,
+    timeout: float | timedelta | None = None,
     default: Decision | None = None,
 ) -> Decision:
     """Pause the graph until a person decides, and return their decision.
@@ -76,7 +78,7 @@ def request_review(
         verify_phrase: Make this a `verify`-level review: approving requires typing the phrase.
         required_role: Only an actor holding this role may decide.
         separation_of_duties: The actor who started the thread may not decide.
-        timeout: Seconds after the pause when the review expires and `default` applies (run
+        timeout: Seconds (or a `timedelta`) after the pause when the review expires and `default` applies (run
             `hitl sweep` periodically, or `Runner.sweep()`).
         default: The decision at the deadline; a `Reject` unless given (fail closed).
 
@@ -102,7 +104,7 @@ def request_review(
         "verify_phrase": verify_phrase,
         "required_role": required_role,
         "separation_of_duties": separation_of_duties,
-        "timeout": timeout,
+        "timeout": timeout.total_seconds() if isinstance(timeout, timedelta) else timeout,
         "default_decision": decision_to_json(default) if default is not None else None,
     }
     answer = interrupt(spec)

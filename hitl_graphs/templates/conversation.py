@@ -39,6 +39,8 @@ Example:
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from collections.abc import Sequence
 from typing import Literal, Protocol, TypedDict
 
@@ -47,7 +49,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 
-from hitl_graphs.decisions import Approve, Modify, Reject, Respond
+from hitl_graphs.decisions import Approve, Decision, Modify, Reject, Respond
 from hitl_graphs.errors import ConfigError, InvalidDecisionError
 from hitl_graphs.gate import request_review
 from hitl_graphs.templates._steps import ask, check_step, short
@@ -87,10 +89,16 @@ class Agent(Protocol):
     def __call__(self, messages: Sequence[Turn], /) -> str: ...
 
 
+NO_REPLY = "(no reply in time; carry on with what you think best)"
+"""What a timed-out turn tells the agent by default."""
+
+
 def create_conversation_graph(
     agent: BaseChatModel | Agent,
     *,
     system_prompt: str | None = None,
+    timeout: float | timedelta | None = None,
+    default: Decision | None = None,
 ) -> StateGraph[ConversationState]:
     """Build a conversation graph: the agent answers, the person replies, until the person ends it.
 
@@ -101,6 +109,10 @@ def create_conversation_graph(
     Args:
         agent: A chat model, or a callable from the conversation (`Turn` dicts) to the answer.
         system_prompt: A system message put before the conversation for a chat model.
+        timeout: Seconds (or a `timedelta`) a person has for each turn; then `default` applies
+            (`hitl sweep` / `Runner.sweep()`) and the conversation goes on with it. None: wait.
+        default: The decision when a turn times out; by default a `Respond` that tells the agent
+            nobody replied, so the conversation continues (an `Approve` ends it instead).
 
     Raises:
         ConfigError: `agent` is neither a chat model nor a sync callable.
@@ -123,6 +135,8 @@ def create_conversation_graph(
             raise ConfigError(f"the agent returned {type(text).__name__}; it must return its answer as text")
         return {"messages": [*messages, Turn(role="assistant", content=text, by="agent")], "answer": text}
 
+    turn_default = default if default is not None or timeout is None else Respond(text=NO_REPLY, actor="hitl:deadline")
+
     def human(state: ConversationState) -> Command[str]:
         messages = list(state["messages"])
         last = messages[-1]
@@ -133,6 +147,8 @@ def create_conversation_graph(
             title=f"Turn {turn}: {short(last['content'])} (respond to reply, approve to end)",
             allowed=("respond", "modify", "approve", "reject"),
             editable=("answer",),
+            timeout=timeout,
+            default=turn_default,
         )
         match decision:
             case Respond(text=text):

@@ -21,6 +21,8 @@ history as their `escalate` decision.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import json
 import operator
 import re
@@ -35,7 +37,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 
-from hitl_graphs.decisions import Approve, DecisionKind, Escalate, Modify, Reject
+from hitl_graphs.decisions import Approve, Decision, DecisionKind, Escalate, Modify, Reject
 from hitl_graphs.errors import ConfigError, InvalidDecisionError
 from hitl_graphs.effects import record_event
 from hitl_graphs.gate import request_review, to_json
@@ -324,6 +326,8 @@ def create_escalation_graph(
     *,
     trigger: EscalationTrigger = DEFAULT_TRIGGER,
     output_schema: dict[str, Any] | None = None,
+    timeout: float | timedelta | None = None,
+    default: Decision | None = None,
 ) -> StateGraph[EscalationState]:
     """Build a graph that takes a case (`{"task": ...}`) up `levels` until one resolves it.
 
@@ -334,6 +338,10 @@ def create_escalation_graph(
         levels: The ladder, lowest first (see `default_levels`). Names must be unique.
         trigger: When an automated attempt goes up (default: error, confidence < 0.7, sensitive).
         output_schema: JSON Schema a person's modified `output` must satisfy (default: any JSON).
+        timeout: Seconds (or a `timedelta`) after which each review this graph raises expires and
+            `default` applies (`hitl sweep` / `Runner.sweep()` applies it; AgentScope's "proceed
+            with the default after N seconds"). None: reviews wait for a person.
+        default: The decision at the deadline; a `Reject` unless given.
 
     Raises:
         ConfigError: no levels, or two with the same name.
@@ -358,7 +366,7 @@ def create_escalation_graph(
         node = (
             _agent_node(level, above, trigger)
             if isinstance(level, AgentLevel)
-            else _human_node(level, above, patch_schema)
+            else _human_node(level, above, patch_schema, timeout, default)
         )
         graph.add_node(level.name, node, destinations=(above, END) if above else (END,))
     graph.add_edge(START, levels[0].name)
@@ -392,7 +400,8 @@ def _agent_node(level: AgentLevel, above: str | None, trigger: EscalationTrigger
 
 
 def _human_node(
-    level: HumanLevel, above: str | None, patch_schema: dict[str, Any] | None
+    level: HumanLevel, above: str | None, patch_schema: dict[str, Any] | None,
+    timeout: float | timedelta | None, default: Decision | None,
 ) -> Callable[[EscalationState], Command[Any]]:
     allowed: tuple[DecisionKind, ...] = ("approve", "modify", "reject", *(("escalate",) if above else ()))
 
@@ -412,6 +421,8 @@ def _human_node(
             patch_target="payload",
             patch_schema=patch_schema,
             required_role=level.role,
+            timeout=timeout,
+            default=default,
         )
         by = {"actor": decision.actor, **({"comment": decision.comment} if decision.comment else {})}
         match decision:

@@ -44,6 +44,8 @@ Example:
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -54,7 +56,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 
-from hitl_graphs.decisions import Approve, Modify, Reject
+from hitl_graphs.decisions import Approve, Decision, Modify, Reject
 from hitl_graphs.errors import ConfigError, InvalidDecisionError
 from hitl_graphs.gate import request_review
 from hitl_graphs.templates._steps import Stopped, ask, check_step, short
@@ -203,6 +205,8 @@ def create_multi_step_graph(
     *,
     max_attempts: int = 3,
     gate_policy: GatePolicy | None = None,
+    timeout: float | timedelta | None = None,
+    default: Decision | None = None,
 ) -> StateGraph[MultiStepState]:
     """Build a graph that runs `phases` in order with a review gate after each.
 
@@ -215,6 +219,10 @@ def create_multi_step_graph(
             thread as rejected.
         gate_policy: Which phase outputs need a person (`None`: all of them). A phase redone
             after a reject is always reviewed.
+        timeout: Seconds (or a `timedelta`) after which each review this graph raises expires and
+            `default` applies (`hitl sweep` / `Runner.sweep()` applies it; AgentScope's "proceed
+            with the default after N seconds"). None: reviews wait for a person.
+        default: The decision at the deadline; a `Reject` unless given (the phase is redone).
 
     Raises:
         ConfigError: no phases, a repeated name, a step that is neither a chat model nor a sync
@@ -241,7 +249,7 @@ def create_multi_step_graph(
         after = phases[index + 1].name if index + 1 < len(phases) else END
         step: PhaseStep = _model_step(phase.run, phases, index) if isinstance(phase.run, BaseChatModel) else phase.run
         graph.add_node(phase.name, _run_phase(phase, step, after, gate_policy), destinations=(_gate(phase.name), after))
-        graph.add_node(_gate(phase.name), _gate_node(phase, index, len(phases), after, max_attempts),
+        graph.add_node(_gate(phase.name), _gate_node(phase, index, len(phases), after, max_attempts, timeout, default),
                        destinations=(after, phase.name) if after != END else (phase.name, END))
     graph.add_edge(START, phases[0].name)
     return graph
@@ -273,7 +281,10 @@ def _run_phase(phase: Phase, step: PhaseStep, after: str, policy: GatePolicy | N
     return run
 
 
-def _gate_node(phase: Phase, index: int, count: int, after: str, max_attempts: int) -> Callable[[MultiStepState], Command[str]]:
+def _gate_node(
+    phase: Phase, index: int, count: int, after: str, max_attempts: int, timeout: float | timedelta | None,
+    default: Decision | None,
+) -> Callable[[MultiStepState], Command[str]]:
     def gate(state: MultiStepState) -> Command[str]:
         gates = list(state["gates"])
         record = gates[-1]
@@ -289,6 +300,8 @@ def _gate_node(phase: Phase, index: int, count: int, after: str, max_attempts: i
             editable=("output",),
             position="after",
             key=f"{phase.name}#{attempt}",
+            timeout=timeout,
+            default=default,
         )
         decided = {"by": decision.actor, "comment": decision.comment}
         match decision:

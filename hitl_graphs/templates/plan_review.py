@@ -35,6 +35,8 @@ Example:
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypedDict
@@ -46,7 +48,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-from hitl_graphs.decisions import Approve, Modify, Reject
+from hitl_graphs.decisions import Approve, Decision, Modify, Reject
 from hitl_graphs.errors import ConfigError, InvalidDecisionError
 from hitl_graphs.reviews import Outcome
 from hitl_graphs.effects import record_event, run_once
@@ -183,6 +185,8 @@ def create_plan_review_graph(
     *,
     planning_interval: int | None = None,
     on_review: ReviewHook | None = None,
+    timeout: float | timedelta | None = None,
+    default: Decision | None = None,
 ) -> StateGraph[PlanState]:
     """Build the plan-review graph: plan, pause for review before anything runs, execute the steps.
 
@@ -198,6 +202,10 @@ def create_plan_review_graph(
             person, as smolagents' `step_callbacks` are used). It runs at the end of the planning
             step, which a resume never re-runs; a crash between it and the pause (or `recover`)
             may call it twice, never zero times. An exception it raises fails the run.
+        timeout: Seconds (or a `timedelta`) after which each review this graph raises expires and
+            `default` applies (`hitl sweep` / `Runner.sweep()` applies it; AgentScope's "proceed
+            with the default after N seconds"). None: reviews wait for a person.
+        default: The decision at the deadline; a `Reject` unless given (fail closed: nothing runs).
 
     Raises:
         ConfigError: a step is neither a chat model nor a sync callable, or `planning_interval < 1`.
@@ -241,6 +249,8 @@ def create_plan_review_graph(
             allowed=("approve", "modify", "reject"),
             editable=("plan",),
             key=_key(proposal),
+            timeout=timeout,
+            default=default,
         )
         decided = {"decided_by": decision.actor, "comment": decision.comment}
         match decision:

@@ -30,6 +30,8 @@ looked at: `info` calls that ran unpaused, each decision with its actor, each re
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import json
 import operator
 from collections.abc import Callable, Mapping, Sequence
@@ -45,7 +47,7 @@ from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 
-from hitl_graphs.decisions import Approve, Modify, Reject
+from hitl_graphs.decisions import Approve, Decision, Modify, Reject
 from hitl_graphs.errors import ConfigError, InvalidDecisionError
 from hitl_graphs.effects import record_event, run_once
 from hitl_graphs.gate import request_review, to_json
@@ -110,6 +112,8 @@ def create_tool_approval_graph(
     system_prompt: str | None = None,
     max_turns: int = 10,
     name: str | None = None,
+    timeout: float | timedelta | None = None,
+    default: Decision | None = None,
 ) -> StateGraph[ToolApprovalState]:
     """Build an agent loop that asks a person before tool calls, per tool, by policy.
 
@@ -127,6 +131,10 @@ def create_tool_approval_graph(
         system_prompt: Sent before the conversation on every model call (not stored).
         max_turns: Model calls per thread before the loop is stopped (see the module docs).
         name: The agent's name, shown in review titles (useful for nested agents).
+        timeout: Seconds (or a `timedelta`) after which each review this graph raises expires and
+            `default` applies (`hitl sweep` / `Runner.sweep()` applies it; AgentScope's "proceed
+            with the default after N seconds"). None: reviews wait for a person.
+        default: The decision at the deadline; a `Reject` unless given (fail closed: the tool does not run).
 
     Raises:
         ConfigError: two tools share a name, `policies` names an unknown tool, or `max_turns` < 1.
@@ -214,6 +222,8 @@ def create_tool_approval_graph(
             patch_target="payload",
             patch_schema=schemas[call["name"]],
             verify_phrase=t.get("phrase") if level == "verify" else None,
+            timeout=timeout,
+            default=default,
         )
         entry |= {"decision": decision.kind, "actor": decision.actor}
         match decision:
