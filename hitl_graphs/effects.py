@@ -40,6 +40,14 @@ CREATE TABLE IF NOT EXISTS hitl_effects (
     at        REAL NOT NULL,
     PRIMARY KEY (thread_id, key)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS hitl_remembered (
+    workflow    TEXT NOT NULL,
+    actor       TEXT NOT NULL,
+    tool        TEXT NOT NULL,
+    approved_by TEXT,
+    at          REAL NOT NULL,
+    PRIMARY KEY (workflow, actor, tool)
+) WITHOUT ROWID;
 """
 
 CONFIG_KEY = "hitl_effects"
@@ -65,6 +73,24 @@ class EffectLog:
         the ledger's record of where the run stopped) instead of costing a commit of its own.
         """
         self._events.add(thread_id, key, event, data)
+
+    def remembered(self, thread_id: str, tool: str) -> bool:
+        """Whether a person approved `tool` before in this thread's workflow, for its actor."""
+        with self.lock:
+            row = self.conn.execute(
+                "SELECT 1 FROM hitl_threads t JOIN hitl_remembered r ON r.workflow = t.workflow AND r.actor = t.started_by "
+                "WHERE t.thread_id = ? AND r.tool = ?", (thread_id, tool)).fetchone()
+        return row is not None
+
+    def remember(self, thread_id: str, tool: str, approved_by: str | None) -> bool:
+        """Remember an approval of `tool` for the thread's workflow and actor; False if the thread
+        has no actor (nothing to remember it for)."""
+        with write_transaction(self.conn, self.lock) as c:
+            added = c.execute(
+                "INSERT OR IGNORE INTO hitl_remembered (workflow, actor, tool, approved_by, at) "
+                "SELECT workflow, started_by, ?, ?, ? FROM hitl_threads WHERE thread_id = ? AND started_by IS NOT NULL",
+                (tool, approved_by, time.time(), thread_id)).rowcount
+        return bool(added)
 
     def put(self, thread_id: str, key: str, result: Any) -> None:
         """Record an effect's result; flushed to disk before the node goes on (it happened)."""
@@ -167,6 +193,22 @@ def run_once(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> An
     result = to_json(fn(*args, **kwargs))
     log.put(thread_id, key, result)
     return result
+
+
+def approved_before(tool: str) -> bool:
+    """Inside a node: whether a person approved `tool` before in this workflow for the thread's
+    actor (`AskOncePolicy(scope="workflow")`). False outside a hitl Runner."""
+    config = get_config()
+    log: EffectLog | None = config.get("configurable", {}).get(CONFIG_KEY)
+    return log is not None and log.remembered(config["configurable"]["thread_id"], tool)
+
+
+def remember_approval(tool: str, approved_by: str | None) -> None:
+    """Inside a node: remember that a person approved `tool`, for the workflow and the thread's actor."""
+    config = get_config()
+    log: EffectLog | None = config.get("configurable", {}).get(CONFIG_KEY)
+    if log is not None:
+        log.remember(config["configurable"]["thread_id"], tool, approved_by)
 
 
 def record_event(event: str, data: dict[str, Any], *, name: str | None = None) -> None:

@@ -34,6 +34,8 @@ from typing import Any, Literal, Protocol, TypeAlias
 from hitl_graphs.errors import ConfigError
 
 ConfirmationLevel: TypeAlias = Literal["info", "confirm", "verify"]
+AskOnceScope: TypeAlias = Literal["thread", "workflow"]
+"""Where `AskOncePolicy` remembers an approval: the thread, or the workflow for the thread's actor."""
 """How firmly a call is confirmed: `info` (no pause), `confirm` (approve/reject), `verify` (type a phrase)."""
 
 LEVELS: tuple[ConfirmationLevel, ...] = ("info", "confirm", "verify")
@@ -122,11 +124,15 @@ class NeverAskPolicy:
 
 @dataclass(frozen=True, slots=True)
 class AskOncePolicy:
-    """Ask until a person has approved one call of the tool in this thread; then run unasked.
+    """Ask until a person has approved one call of the tool; then run it unasked.
 
-    The memory is the thread's (`approved_tools` in the graph state), not the process's: it
-    survives a pause, a restart and a resume from another machine, and a new thread starts over.
-    A rejected call does not count.
+    `scope="thread"` (the default): the memory is the thread's (`approved_tools` in the graph
+    state), not the process's: it survives a pause, a restart and a resume from another machine,
+    and a new thread starts over. `scope="workflow"`: an approval is remembered in the database for
+    the workflow and the actor the thread runs for (`runner.start(..., actor="ana")`), so ana's
+    later threads of the workflow run the tool unasked, in any process (Haystack's "don't ask me
+    again"); a thread started without an actor falls back to the thread's memory. A rejected call
+    does not count.
 
     Example:
         >>> policy = AskOncePolicy()
@@ -138,9 +144,12 @@ class AskOncePolicy:
 
     level: ConfirmationLevel = "confirm"
     phrase: str | None = None
+    scope: AskOnceScope = "thread"
 
     def __post_init__(self) -> None:
         _check(self.level, self.phrase)
+        if self.scope not in ("thread", "workflow"):
+            raise ConfigError(f"AskOncePolicy scope must be 'thread' or 'workflow', got {self.scope!r}")
 
     def confirmation(self, name: str, args: Mapping[str, Any], *, approved_before: bool) -> Confirmation | None:
         return None if approved_before else _ask(self.level, self.phrase, name, args)

@@ -20,8 +20,9 @@ from collections.abc import Callable
 
 from hitl_graphs.errors import ConfigError, SchemaVersionError
 
-SCHEMA_VERSION = 2
-"""The schema this release writes. 1: the tables before versioning; 2: the version row."""
+SCHEMA_VERSION = 3
+"""The schema this release writes. 1: the tables before versioning; 2: the version row;
+3: approvals remembered per workflow and actor (`hitl_remembered`)."""
 
 _META = """
 CREATE TABLE IF NOT EXISTS hitl_meta (

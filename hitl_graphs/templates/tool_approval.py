@@ -49,9 +49,9 @@ from langgraph.types import Send
 
 from hitl_graphs.decisions import Approve, Decision, Modify, Reject
 from hitl_graphs.errors import ConfigError, InvalidDecisionError
-from hitl_graphs.effects import record_event, run_once
+from hitl_graphs.effects import approved_before, record_event, remember_approval, run_once
 from hitl_graphs.gate import request_review, to_json
-from hitl_graphs.policies import AlwaysAskPolicy, ConfirmationPolicy
+from hitl_graphs.policies import AlwaysAskPolicy, AskOncePolicy, ConfirmationPolicy
 
 __all__ = ["ToolApprovalState", "agent_tool", "create_tool_approval_graph", "tool_args_schema"]
 
@@ -207,6 +207,11 @@ def create_tool_approval_graph(
             return {"messages": [message], "tool_log": [{**entry, "note": refused}]}
         if level is None:
             return {"messages": [_invoke(by_name[call["name"]], call, call["args"], config)]}
+        policy = policies.get(call["name"], default_policy)
+        by_workflow = isinstance(policy, AskOncePolicy) and policy.scope == "workflow"
+        if by_workflow and approved_before(call["name"]):
+            return {"messages": [_invoke(by_name[call["name"]], call, call["args"], config)], "approved_tools": [call["name"]],
+                    "tool_log": [{**entry, "ran": True, "note": "approved before in this workflow for this actor"}]}
         if level == "info":
             record_event("tool_info", {k: entry[k] for k in ("call_id", "tool", "args")}, name=f"info:{call['id']}")
             return {"messages": [_invoke(by_name[call["name"]], call, call["args"], config)],
@@ -226,6 +231,8 @@ def create_tool_approval_graph(
             default=default,
         )
         entry |= {"decision": decision.kind, "actor": decision.actor}
+        if by_workflow and isinstance(decision, Approve | Modify):
+            remember_approval(call["name"], decision.actor)
         match decision:
             case Approve():
                 message = _invoke(by_name[call["name"]], call, call["args"], config)
