@@ -19,6 +19,8 @@ import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, TypeAlias
 
+from typing_extensions import Required, TypedDict
+
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from hitl_graphs.errors import InvalidDecisionError, PatchError
@@ -167,11 +169,43 @@ class Escalate(_DecisionBase):
 Decision: TypeAlias = Annotated[Approve | Modify | Reject | Respond | Escalate, Field(discriminator="kind")]
 """Any one decision, discriminated by its `kind`."""
 
+class DecisionDict(TypedDict, total=False):
+    """What a plain `interrupt()` of yours returns when the runner resumes it: the decision as
+    JSON, unset fields left out. `kind` says which; `parse_decision(value)` gives the typed model.
+
+    Example::
+
+        def ask(state):
+            answer: DecisionDict = interrupt({"question": "ship it?"})
+            match parse_decision(answer):
+                case Approve():
+                    return {"shipped": True}
+                case Modify(patch=patch):      # already written to the state by the runner
+                    return {"shipped": True}
+                case Reject(reason=reason):
+                    return {"shipped": False, "why": reason}
+    """
+
+    kind: Required[DecisionKind]
+    actor: str
+    comment: str
+    seen: str
+    patch: dict[str, Any]
+    """`modify`: the validated patch (already applied to the state for a plain `interrupt()`)."""
+    reason: str
+    """`reject` and `escalate`."""
+    text: str
+    """`respond`."""
+    verification: str
+
+
 _ADAPTER: TypeAdapter[Approve | Modify | Reject | Respond | Escalate] = TypeAdapter(Decision)
 _KINDS_TEXT = "approve, modify, reject, respond, escalate"
 
 
-def parse_decision(value: Approve | Modify | Reject | Respond | Escalate | Mapping[str, Any] | str) -> Decision:
+def parse_decision(
+    value: Approve | Modify | Reject | Respond | Escalate | DecisionDict | Mapping[str, Any] | str,
+) -> Decision:
     """Turn a decision object, a dict or a JSON string into a validated `Decision`.
 
     Raises:
@@ -193,9 +227,10 @@ def parse_decision(value: Approve | Modify | Reject | Respond | Escalate | Mappi
         raise InvalidDecisionError(f"not a valid decision: {exc}") from None
 
 
-def decision_to_json(decision: Decision) -> dict[str, Any]:
-    """The decision as JSON-native data, unset fields left out (what checkpoints and the ledger store)."""
-    data: dict[str, Any] = json.loads(decision.model_dump_json(exclude_none=True))
+def decision_to_json(decision: Decision) -> DecisionDict:
+    """The decision as JSON-native data, unset fields left out (what checkpoints and the ledger
+    store, and what a plain `interrupt()` returns on resume)."""
+    data: DecisionDict = json.loads(decision.model_dump_json(exclude_none=True))
     return data
 
 

@@ -19,7 +19,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -223,7 +223,7 @@ class Ledger:
         self,
         thread_id: str,
         review_id: str,
-        decision: dict[str, Any],
+        decision: Mapping[str, Any],
         *,
         owner: str,
         lease_until: float,

@@ -339,3 +339,21 @@ async def test_async_nodes_pause_and_run_effects_once(db: str, effects_file: Pat
         done = await runner.aresume(view.thread_id, Modify(patch={"amount": 4}, actor="ana"))
         assert done.state["receipt"] == {"amount": 4}
     assert effects() == ["async-charge:4"]
+
+
+def test_a_plain_interrupt_returns_the_decision_as_a_decision_dict(runner: Runner) -> None:
+    """What the README promises a user's own `interrupt()` receives on resume."""
+    from typing import get_type_hints
+
+    from hitl_graphs import DecisionDict, parse_decision
+
+    view = runner.start("raw", {"question": "ship it?"})
+    assert (view.reviews[0].kind, view.reviews[0].payload) == ("custom", "ship it?")
+    done = runner.resume(view.thread_id, Approve(actor="ana", comment="fine"))
+    assert done.state["answer"] == {"kind": "approve", "actor": "ana", "comment": "fine"}
+    assert isinstance(parse_decision(done.state["answer"]), Approve)
+    view = runner.start("raw", {"question": "which?"})
+    done = runner.resume(view.thread_id, Modify(patch={"question": "this one"}, actor="bo"))
+    assert done.state["answer"] == {"kind": "modify", "patch": {"question": "this one"}, "actor": "bo"}
+    assert done.state["question"] == "this one"  # the patch was written to the state too
+    assert set(done.state["answer"]) <= set(get_type_hints(DecisionDict))
