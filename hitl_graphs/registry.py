@@ -20,6 +20,8 @@ Example:
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -167,6 +169,10 @@ def _register_builtins() -> None:
 def load_app(module: str) -> None:
     """Import a user's module so its `register(...)` calls run (the CLI's `--app`).
 
+    The working directory is searched first, as `python -m` and uvicorn do: an installed `hitl`
+    script starts with its own folder on `sys.path`, not the user's project, so without this
+    `hitl --app mymodule` would need `PYTHONPATH=.`.
+
     Example::
 
         load_app("myapp.workflows")   # myapp/workflows.py calls register(Workflow(...))
@@ -174,6 +180,9 @@ def load_app(module: str) -> None:
     Raises:
         ConfigError: the module cannot be imported.
     """
+    cwd = os.getcwd()
+    if "" not in sys.path and cwd not in sys.path:
+        sys.path.insert(0, cwd)
     try:
         importlib.import_module(module)
     except ImportError as exc:
