@@ -20,8 +20,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -30,6 +32,7 @@ from typing import Any, TextIO, TypeVar, assert_never
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import END
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel import Pregel
 from langgraph.types import Command, Durability, StateSnapshot
 
 from hitl_graphs import audit
@@ -130,8 +133,40 @@ _Effect = _Invoke | _GetState | _UpdateState | _Call | _Sleep
 Flow = Generator[_Effect, Any, T]
 
 
+_ASYNC_ONLY: weakref.WeakKeyDictionary[Any, tuple[str, ...]] = weakref.WeakKeyDictionary()
+_sync_drive = threading.local()  # .in_loop: a sync method was called inside a running event loop
+
+
+def _async_only(graph: Any) -> tuple[str, ...]:
+    """Nodes (and routing functions) of `graph` written only as `async def`; usually none.
+
+    LangGraph's sync `invoke` refuses such a graph ("No synchronous function provided"), so the
+    sync driver runs it with `ainvoke` on an event loop of its own. Worked out once per compiled
+    graph (subgraphs included), so a sync graph's run pays one dictionary lookup."""
+    try:
+        return _ASYNC_ONLY[graph]
+    except KeyError:
+        pass
+    names = [name for name, node in graph.nodes.items() if _needs_async(node.bound)]
+    for branches in getattr(getattr(graph, "builder", None), "branches", {}).values():
+        names += [name for name, branch in branches.items() if _needs_async(branch.path)]
+    _ASYNC_ONLY[graph] = found = tuple(names)
+    return found
+
+
+def _needs_async(runnable: Any) -> bool:
+    if isinstance(runnable, Pregel):  # a subgraph as a node
+        return bool(_async_only(runnable))
+    if getattr(runnable, "afunc", None) is not None and getattr(runnable, "func", None) is None:
+        return True  # LangGraph's RunnableCallable, LangChain's RunnableLambda, built from a coroutine function
+    return any(_needs_async(step) for step in getattr(runnable, "steps", ()))
+
+
 def _run_sync(effect: _Effect) -> Any:
     match effect:
+        case _Invoke(graph, input, config, durability, _) if _async_only(graph):
+            # no loop runs in this thread: `Runner.graph` refused the call otherwise
+            return asyncio.run(graph.ainvoke(input, config, durability=durability))
         case _Invoke(graph, input, config, durability, workers):
             configurable = config.get("configurable", {})
             lease = workers.lease(saves_inline=bool(configurable.get(DEFER_KEY))) if workers is not None else None
@@ -163,6 +198,12 @@ async def _run_async(effect: _Effect) -> Any:
 
 
 def _drive(flow: Flow[T]) -> T:
+    if asyncio._get_running_loop() is not None and not getattr(_sync_drive, "in_loop", False):
+        _sync_drive.in_loop = True  # a sync method called from a coroutine: see `Runner.graph`
+        try:
+            return _drive(flow)
+        finally:
+            _sync_drive.in_loop = False
     send: Any = None
     error: BaseException | None = None
     while True:
@@ -502,7 +543,15 @@ class Runner:
             if isinstance(serde, GuardedSerializer):  # the types this graph's state may hold may load
                 serde.allow(graph_types(graph) | set(wf.serde_types))
             self._graphs[name] = graph
-        return self._graphs[name]
+        graph = self._graphs[name]
+        if getattr(_sync_drive, "in_loop", False) and _async_only(graph):
+            # refused before the flow writes anything; asyncio.run cannot nest in a running loop
+            raise ConfigError(
+                f"workflow {name!r} has async-only nodes ({', '.join(_async_only(graph))}), which a sync Runner "
+                "method cannot run inside a running event loop; use its async twin (`await runner.astart(...)`, "
+                "`aresume`, `acancel`, `arecover`, ...)"
+            )
+        return graph
 
     def _knows(self, name: str) -> bool:
         try:
