@@ -53,6 +53,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_writes_sql
 
+from hitl_graphs._langgraph_compat import writes_have_task_path
 from hitl_graphs.audit import key_from_env
 from hitl_graphs.errors import ConfigError, DatabaseBusyError
 from hitl_graphs.liveness import RunMarks
@@ -373,7 +374,7 @@ class HitlSqliteSaver(SqliteSaver):
             if row is None:
                 return None
             checkpoint_id = row[2]
-            cur.execute(pending_writes_sql(self._has_task_path), (thread_id, checkpoint_ns, checkpoint_id))
+            cur.execute(pending_writes_sql(writes_have_task_path(self)), (thread_id, checkpoint_ns, checkpoint_id))
             merged = {(r[0], r[5]): r for r in cur.fetchall()}
         for replace, w in writes:
             if w[2] == checkpoint_id and (replace or (w[3], w[5]) not in merged):

@@ -24,10 +24,12 @@ its own top-level runs only:
   saves them in the calling thread: such a save only appends rows to memory, so handing it to
   another thread and waiting for it costs more than doing it. Nodes still run on the pool.
 
-This replaces one function of a private LangGraph module (`langgraph.pregel._executor`), which is
-why it is guarded: if LangGraph no longer has it, `install` returns False and runs keep
-LangGraph's own pools (slower, not wrong). `tests/test_workers.py` fails if that happens, so an
-upgrade that breaks it shows. Pass `Runner(reuse_threads=False)` to opt out.
+This replaces one function of a private LangGraph module, through `hitl_graphs._langgraph_compat`
+(the one place that touches LangGraph's private names), which is why it is guarded: if LangGraph
+no longer has it, or no longer calls it (`install` runs a one-node graph to see), `install`
+returns False and runs keep LangGraph's own pools (slower, not wrong).
+`tests/test_langgraph_compat.py` fails if that happens, so an upgrade that breaks it shows. Pass
+`Runner(reuse_threads=False)` to opt out.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ from typing import Any
 
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from hitl_graphs import _langgraph_compat as compat
 
 LEASE_KEY = "__hitl_workers"
 """In a run's `configurable`: a `Lease` on the pool the run's top-level loop uses."""
@@ -121,9 +125,7 @@ def _is_context_run(fn: Any) -> bool:
 
 def _is_save(task: Any) -> bool:
     """A checkpointer method, or the loop's "save after the previous save" step."""
-    return isinstance(getattr(task, "__self__", None), BaseCheckpointSaver) or (
-        getattr(task, "__name__", "") == "_checkpointer_put_after_previous"
-    )
+    return isinstance(getattr(task, "__self__", None), BaseCheckpointSaver) or compat.is_loop_save(task)
 
 
 def install() -> bool:
@@ -132,27 +134,43 @@ def install() -> bool:
     Idempotent. Runs whose config holds no lease (anything not started by a runner) get exactly
     what LangGraph would have given them.
     """
-    global _installed
+    global _installed, _replaced
     with _install_lock:
         if _installed:
             return True
-        try:
-            from langgraph.pregel import _executor
-        except ImportError:
-            return False
-        original = getattr(_executor, "get_executor_for_config", None)
-        if original is None or not callable(original):
-            return False
-        _executor.get_executor_for_config = _leasing(original)  # type: ignore[assignment]
-        _installed = True
-        return True
+        if not _replaced:
+            if not compat.replace_executor_factory(_leasing):
+                return False
+            _replaced = True
+        # the attribute may exist and no longer be called: prove LangGraph asks for it
+        _installed = compat.factory_is_called("__hitl_probe")
+        return _installed
+
+
+_replaced = False
+_probes: list[tuple[str, list[bool]]] = []
+
+
+@contextmanager
+def probing(key: str, seen: list[bool]) -> Iterator[None]:
+    """While open, a run whose config holds `key` makes the replaced factory append to `seen`."""
+    entry = (key, seen)
+    _probes.append(entry)
+    try:
+        yield
+    finally:
+        _probes.remove(entry)
 
 
 def _leasing(original: Callable[[Any], AbstractContextManager[Executor]]) -> Callable[[Any], AbstractContextManager[Executor]]:
     @contextmanager
     def get_executor_for_config(config: Any) -> Iterator[Executor]:
         config = config or {}
-        lease = (config.get("configurable") or {}).get(LEASE_KEY)
+        configurable = config.get("configurable") or {}
+        for key, seen in _probes:
+            if key in configurable:
+                seen.append(True)
+        lease = configurable.get(LEASE_KEY)
         pool = lease.take() if isinstance(lease, Lease) else None
         if config.get("max_concurrency"):  # a pool sized for this run: LangGraph's own
             pool = None
