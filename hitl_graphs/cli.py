@@ -27,7 +27,7 @@ import typer
 from rich.console import Console
 from rich.json import JSON
 
-from hitl_graphs.builtin import register_builtins
+from hitl_graphs.examples import register_examples
 from hitl_graphs.decisions import Approve, Decision, Escalate, Modify, Reject, Respond
 from hitl_graphs import _started
 from hitl_graphs.errors import HitlError, StaleReviewError, ThreadBusyError
@@ -76,7 +76,7 @@ def _main(
 ) -> None:
     _opts.db = db
     _opts.invoked_at = time.time()
-    register_builtins()
+    register_examples()  # the demo workflows: the CLI knows them, the library registers nothing
     module = app_module or os.environ.get("HITL_APP")
     if module:
         _guard(lambda: load_app(module))

@@ -68,7 +68,7 @@ class Workflow:
             (checkpoints load only the types they are allowed to; see `hitl_graphs.serde`).
 
     Example:
-        >>> from hitl_graphs.examples import approval_graph
+        >>> from hitl_graphs.examples.basics import approval_graph
         >>> wf = Workflow("deploy", lambda: approval_graph().compile(interrupt_before=["execute"]),
         ...               on_approve={"approved": True}, on_reject={"approved": False})
         >>> wf.name
@@ -107,7 +107,7 @@ def register(workflow: Workflow, *, replace: bool = False) -> Workflow:
     """Make a workflow available by name to runners and the CLI.
 
     Example:
-        >>> from hitl_graphs.examples import email_graph
+        >>> from hitl_graphs.examples.basics import email_graph
         >>> register(Workflow("mail", email_graph), replace=True).name
         'mail'
 
@@ -124,14 +124,12 @@ def get_workflow(name: str) -> Workflow:
     """The registered workflow called `name`.
 
     Example:
-        >>> get_workflow("email").description.startswith("draft a mail")
-        True
+        >>> get_workflow("counter").name
+        'counter'
 
     Raises:
         UnknownWorkflowError: naming the registered workflows.
     """
-    if name not in _REGISTRY:
-        _register_builtins()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -142,28 +140,13 @@ def get_workflow(name: str) -> Workflow:
 
 
 def registered() -> dict[str, Workflow]:
-    """A copy of the registry: name -> workflow (the built-in workflows included).
+    """A copy of the registry: name -> workflow (only what was registered: the library registers
+    nothing by itself; the CLI registers the demo workflows, `hitl_graphs.examples`).
 
     Example:
-        >>> "plan-review" in registered()
+        >>> "counter" in registered()
         True"""
-    _register_builtins()
     return dict(_REGISTRY)
-
-
-_builtins_loaded = False
-
-
-def _register_builtins() -> None:
-    # the demo workflows (`email`, `plan-review`, ...) are known everywhere the CLI knows them,
-    # so a thread started by `hitl run` resumes from Python without extra set-up
-    global _builtins_loaded
-    if _builtins_loaded:
-        return
-    _builtins_loaded = True
-    from hitl_graphs.builtin import register_builtins
-
-    register_builtins()
 
 
 def load_app(module: str) -> None:

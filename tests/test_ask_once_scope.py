@@ -20,7 +20,7 @@ from hitl_graphs import (
     tool_call,
 )
 from hitl_graphs.errors import ConfigError
-from hitl_graphs.templates.tool_approval_example import get_phone_number
+from hitl_graphs.examples.tool_approval import get_phone_number
 from tests.conftest import python
 
 

@@ -25,7 +25,8 @@ from hitl_graphs import (
     Workflow,
     create_conversation_graph,
 )
-from hitl_graphs.templates import conversation, conversation_example
+from hitl_graphs.examples import conversation as conversation_example
+from hitl_graphs.templates import conversation
 from tests.conftest import fingerprint, hitl
 from tests.staged_workflows import STAGED
 from tests.workflows import effects

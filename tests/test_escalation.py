@@ -35,7 +35,7 @@ from hitl_graphs import (
     create_escalation_graph,
 )
 from hitl_graphs.errors import PermissionDeniedError
-from hitl_graphs.templates.escalation_example import escalation_workflow
+from hitl_graphs.examples.escalation import escalation_workflow
 from tests.agent_workflows import ESCALATION_WORKFLOWS, TRIGGER
 from tests.conftest import fingerprint, hitl, python
 from tests.workflows import effects
@@ -260,7 +260,7 @@ def test_default_trigger_is_the_seeds() -> None:
     assert TRIGGER({"amount": 5000}) == "amount over 1000"
 
 
-@pytest.mark.parametrize("module", ["hitl_graphs.templates.escalation", "hitl_graphs.templates.escalation_example"])
+@pytest.mark.parametrize("module", ["hitl_graphs.templates.escalation", "hitl_graphs.examples.escalation"])
 def test_docstring_examples_run(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0

@@ -26,7 +26,8 @@ from hitl_graphs import (
     Workflow,
     create_multi_step_graph,
 )
-from hitl_graphs.templates import multi_step, multi_step_example
+from hitl_graphs.examples import multi_step as multi_step_example
+from hitl_graphs.templates import multi_step
 from tests.conftest import fingerprint, python
 from tests.staged_workflows import STAGED
 from tests.workflows import effects

@@ -29,7 +29,8 @@ from hitl_graphs import (
     create_plan_review_graph,
     plan_memory,
 )
-from hitl_graphs.templates import _steps, plan_review, plan_review_example
+from hitl_graphs.examples import plan_review as plan_review_example
+from hitl_graphs.templates import _steps, plan_review
 from tests.conftest import fingerprint, hitl, python
 from tests.staged_workflows import STAGED
 from tests.workflows import effects

@@ -357,3 +357,21 @@ def test_a_plain_interrupt_returns_the_decision_as_a_decision_dict(runner: Runne
     assert done.state["answer"] == {"kind": "modify", "patch": {"question": "this one"}, "actor": "bo"}
     assert done.state["question"] == "this one"  # the patch was written to the state too
     assert set(done.state["answer"]) <= set(get_type_hints(DecisionDict))
+
+
+def test_the_library_registers_no_workflow_by_itself(tmp_path: Path) -> None:
+    """Only the CLI (and whoever calls `register_examples`) knows the demo workflows."""
+    import subprocess
+    import sys
+
+    code = ("from hitl_graphs import Runner, UnknownWorkflowError, registered\n"
+            "assert registered() == {}, registered()\n"
+            "with Runner.open(':memory:') as r:\n"
+            "    try:\n        r.start('email')\n    except UnknownWorkflowError as e:\n        print(e)\n"
+            "from hitl_graphs.examples import register_examples\nregister_examples()\n"
+            "print(sorted(registered()))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("no workflow named 'email'; registered: none")
+    assert "plan-review" in lines[1] and "email" in lines[1]

@@ -28,10 +28,10 @@ from hitl_graphs import (
 )
 from hitl_graphs.templates import ModelHandler
 from hitl_graphs.templates.conversation import NO_REPLY
-from hitl_graphs.templates.conversation_example import demo_reply
-from hitl_graphs.templates.multi_step_example import demo_phase
-from hitl_graphs.templates.plan_review_example import demo_planner, run_step
-from hitl_graphs.templates.tool_approval_example import _intro_model, addition, get_bank_balance, get_phone_number
+from hitl_graphs.examples.conversation import demo_reply
+from hitl_graphs.examples.multi_step import demo_phase
+from hitl_graphs.examples.plan_review import demo_planner, run_step
+from hitl_graphs.examples.tool_approval import _intro_model, addition, get_bank_balance, get_phone_number
 from tests.conftest import hitl
 
 TIMEOUT = 0.3
@@ -107,7 +107,7 @@ def test_a_cli_sweep_applies_a_template_default(db: str, effects_file: Path, tmp
     app = tmp_path / "timed_app.py"
     app.write_text(
         "from hitl_graphs import Workflow, register, Approve, ScriptedChatModel, create_plan_review_graph\n"
-        "from hitl_graphs.templates.plan_review_example import demo_planner, run_step\n"
+        "from hitl_graphs.examples.plan_review import demo_planner, run_step\n"
         "register(Workflow('timed-plan', lambda: create_plan_review_graph(ScriptedChatModel(responder=demo_planner),"
         " run_step, timeout=0.3, default=Approve())), replace=True)\n")
     env = {"PYTHONPATH": str(tmp_path), "HITL_APP": "timed_app"}

@@ -282,7 +282,7 @@ def test_ask_once_memory_is_per_thread(runner: Runner) -> None:
 
 
 def test_builtin_tool_approval_workflow_reproduces_the_seed(db: str) -> None:
-    from hitl_graphs.templates.tool_approval_example import tool_approval_workflow
+    from hitl_graphs.examples.tool_approval import tool_approval_workflow
 
     with Runner.open(db, workflows=[tool_approval_workflow()]) as runner:
         view = runner.start("tool-approval")
@@ -388,7 +388,7 @@ def test_graph_works_in_plain_langgraph_with_a_pay_tool() -> None:
     assert done["messages"][-1].content.startswith("x1=Not run: a person rejected this call: no.")
 
 
-@pytest.mark.parametrize("module", ["hitl_graphs.templates.tool_approval", "hitl_graphs.templates.tool_approval_example"])
+@pytest.mark.parametrize("module", ["hitl_graphs.templates.tool_approval", "hitl_graphs.examples.tool_approval"])
 def test_docstring_examples_run(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0

@@ -16,7 +16,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
 from hitl_graphs import Reject, Workflow, register, request_review, review_node
-from hitl_graphs.examples import approval_workflow, email_workflow
+from hitl_graphs.examples import approval_workflow, email_workflow, register_examples
 
 
 def effect(name: str) -> None:
@@ -332,3 +332,4 @@ WORKFLOWS = [
 
 for _wf in WORKFLOWS:
     register(_wf, replace=True)
+register_examples()  # what the CLI knows (plan-review, ...), for tests that start them in-process
