@@ -5,7 +5,20 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench notebooks clean
+# The floors of pyproject.toml, proved: .venv-lowest holds the lowest versions it allows of our
+# direct dependencies (uv's lowest-direct resolution; what they need in turn at its newest), and
+# runs the tests below, which cover the imports, the runner's flows, the store, the CLI and the
+# notebooks. A floor that no longer holds fails `make test`.
+UV_VERSION := 0.13.9
+UV := $(BIN)/uv
+UV_STAMP := $(VENV)/.uv-$(UV_VERSION)
+LOWEST := .venv-lowest
+LOWEST_STAMP := $(LOWEST)/.installed
+LOWEST_TESTS := tests/test_models.py tests/test_runner.py tests/test_database.py tests/test_pause_checkpoints.py \
+	tests/test_workers.py tests/test_builtin_workflows.py tests/test_tool_approval.py tests/test_user_apps.py \
+	tests/test_readme.py tests/test_terminal.py tests/test_notebooks.py
+
+.PHONY: demo test test-lowest bench notebooks clean
 
 $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "need python3.11 (or python3) on PATH"; exit 1; }
@@ -15,11 +28,30 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	@touch $(STAMP)
 
+$(UV_STAMP): | $(BIN)/python
+	@$(BIN)/python -m pip install --quiet uv==$(UV_VERSION) \
+		|| { echo "make: cannot install uv $(UV_VERSION) from PyPI into $(VENV); it builds $(LOWEST)" >&2; exit 1; }
+	@touch $(UV_STAMP)
+
+$(LOWEST_STAMP): pyproject.toml | $(UV_STAMP)
+	rm -rf $(LOWEST)
+	$(UV) venv --quiet --python $(BIN)/python $(LOWEST)
+	@$(UV) pip install --quiet --python $(LOWEST)/bin/python --resolution lowest-direct -e ".[test]" 2>$(LOWEST)/install.log \
+		|| { echo "make: cannot build $(LOWEST) (the lowest versions pyproject.toml allows) without PyPI:" \
+			"$$(grep -m1 -o 'Failed to fetch: [^ ]*' $(LOWEST)/install.log || grep -m1 'error:' $(LOWEST)/install.log)" \
+			"($(LOWEST)/install.log has uv's output)" >&2; \
+			exit 1; }
+	@touch $(LOWEST_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/hitl demo
 
-test: $(STAMP)
+test: $(STAMP) $(LOWEST_STAMP)
 	$(BIN)/python -m pytest -q
+	$(LOWEST)/bin/python -m pytest -q $(LOWEST_TESTS)
+
+test-lowest: $(LOWEST_STAMP)
+	$(LOWEST)/bin/python -m pytest -q $(LOWEST_TESTS)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
@@ -29,4 +61,4 @@ notebooks: $(STAMP)
 	$(BIN)/jupyter lab notebooks/
 
 clean:
-	rm -rf $(VENV) .pytest_cache checkpoints/*.sqlite*
+	rm -rf $(VENV) $(LOWEST) .pytest_cache checkpoints/*.sqlite*
