@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TextIO, TypeVar, assert_never
+from typing import Any, ParamSpec, TextIO, TypeVar, assert_never
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import END
@@ -84,6 +84,8 @@ from hitl_graphs.workers import LEASE_KEY, Pools
 from hitl_graphs.workers import install as install_workers
 
 T = TypeVar("T")
+R = TypeVar("R")
+P = ParamSpec("P")
 log = logging.getLogger("hitl_graphs")
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 
@@ -117,7 +119,8 @@ class _UpdateState:
 
 @dataclass(frozen=True, slots=True)
 class _Call:
-    """A ledger call: plain SQLite, run on a worker thread by the async driver."""
+    """A ledger call: plain SQLite, run on a worker thread by the async driver. Flows build it
+    with `call`, which keeps the arguments' and the result's types checked."""
 
     fn: Callable[..., Any]
     args: tuple[Any, ...] = ()
@@ -131,6 +134,13 @@ class _Sleep:
 
 _Effect = _Invoke | _GetState | _UpdateState | _Call | _Sleep
 Flow = Generator[_Effect, Any, T]
+
+
+def call(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> Flow[R]:
+    """In a flow: `row = yield from call(ledger.thread, thread_id)`: `fn(*args, **kwargs)`, run by
+    the driver (inline when sync, on a worker thread when async), with its types checked."""
+    result: R = yield _Call(fn, args, kwargs)
+    return result
 
 
 _ASYNC_ONLY: weakref.WeakKeyDictionary[Any, tuple[str, ...]] = weakref.WeakKeyDictionary()
@@ -572,20 +582,18 @@ class Runner:
             # stops: the thread's start is recorded with its first pause, in one transaction
             return (yield from self._run(wf, graph, uuid.uuid4().hex, data, outcome_if_done="completed", new=new))
         if thread_id is not None:  # an id given may already be used outside the runner
-            existing: str | None = yield _Call(self.store.saver.latest_checkpoint_id, (thread_id,))
+            existing: str | None = yield from call(self.store.saver.latest_checkpoint_id, thread_id)
             if existing is not None:
                 raise ThreadExistsError(f"thread {thread_id!r} already has checkpoints; resume it or start with another id")
         thread_id = thread_id or uuid.uuid4().hex
         with self.store.marks.hold() as owner:
-            yield _Call(self.ledger.create_thread, (thread_id, name),
-                        {"owner": owner, "lease_until": time.time() + self.lease, "data": new.data, "actor": actor})
+            yield from call(self.ledger.create_thread, thread_id, name, owner=owner, lease_until=time.time() + self.lease,
+                            data=new.data, actor=actor)
             return (yield from self._run(wf, graph, thread_id, data, outcome_if_done="completed"))
 
     def _pending(self, workflow: str | None, roles: Sequence[str] | None, limit: int, offset: int) -> Flow[list[ReviewRequest]]:
         yield from self._reconcile_stale()
-        reviews: list[ReviewRequest] = yield _Call(
-            self.ledger.pending, (), {"workflow": workflow, "roles": roles, "limit": limit, "offset": offset}
-        )
+        reviews = yield from call(self.ledger.pending, workflow=workflow, roles=roles, limit=limit, offset=offset)
         return reviews
 
     def _show(self, thread_id: str) -> Flow[ThreadView]:
@@ -594,7 +602,7 @@ class Runner:
 
     def _history(self, thread_id: str) -> Flow[list[HistoryEntry]]:
         yield from self._thread(thread_id)
-        entries: list[HistoryEntry] = yield _Call(self.ledger.history, (thread_id,))
+        entries: list[HistoryEntry] = yield from call(self.ledger.history, thread_id)
         return entries
 
     def _resume(
@@ -607,7 +615,7 @@ class Runner:
             return (yield from self._decide(row, decision, review_id, roles, asked_at))
         except (DecisionError, NoPendingReviewError, ThreadBusyError) as exc:
             refused = Event("refused", review_id, decision.actor, {"kind": decision.kind, "error": str(exc)})
-            yield _Call(self.ledger.add_events, (thread_id, [refused]))
+            yield from call(self.ledger.add_events, thread_id, [refused])
             raise
 
     def _decide(
@@ -617,11 +625,11 @@ class Runner:
         wf = self.workflow(row.workflow)
         graph = self.graph(row.workflow)
         if self.ledger.alive(row):  # what is pending is about to change: the person has not seen it
-            decided = yield _Call(self.ledger.reviews, (thread_id, ("decided",)))
+            decided = yield from call(self.ledger.reviews, thread_id, ("decided",))
             if not decided:
                 raise ThreadBusyError(f"thread {thread_id!r} is being run by another process ({row.owner}); "
                                       f"look again once it pauses (`hitl show {thread_id}`)")
-        pending: list[ReviewRow] = yield _Call(self.ledger.reviews, (thread_id, ("pending",)))
+        pending: list[ReviewRow] = yield from call(self.ledger.reviews, thread_id, ("pending",))
         if not pending:
             yield from self._explain_nothing_pending(row, review_id)
         review = yield from self._pick(row, pending, review_id)
@@ -633,16 +641,15 @@ class Runner:
             )
         clean = _check(decision, review.request, graph, roles=roles, started_by=row.started_by)
         values: Any = None
-        latest: str | None = yield _Call(self.store.saver.latest_checkpoint_id, (thread_id,))
+        latest: str | None = yield from call(self.store.saver.latest_checkpoint_id, thread_id)
         state_patch = isinstance(clean, Modify) and review.request.patch_target == "state"
         if latest is None or latest != review.checkpoint_id or state_patch:
             # the checkpoint moved since the ledger recorded the review (or we need its values):
             # read it, and make sure the review still waits there, showing the same payload
             values = yield from self._check_still_pending(wf, graph, row, review)
         with self.store.marks.hold() as owner:
-            yield _Call(self.ledger.claim, (thread_id, review.review_id, decision_to_json(clean)),
-                        {"owner": owner, "lease_until": time.time() + self.lease,
-                         "record": _replaced(clean, review.request, values)})
+            yield from call(self.ledger.claim, thread_id, review.review_id, decision_to_json(clean), owner=owner,
+                            lease_until=time.time() + self.lease, record=_replaced(clean, review.request, values))
             return (yield from self._apply(wf, graph, thread_id, review, clean))
 
     def _check_still_pending(self, wf: Workflow, graph: Graph, row: ThreadRow, review: ReviewRow) -> Flow[Any]:
@@ -652,7 +659,7 @@ class Runner:
         if current is None:
             # decided by a racing process since we read the ledger, or answered outside the runner
             yield from self._refuse_decided(row, review.review_id)
-            now_row: ThreadRow | None = yield _Call(self.ledger.thread, (thread_id,))
+            now_row: ThreadRow | None = yield from call(self.ledger.thread, thread_id)
             if now_row is not None and not self.ledger.alive(now_row):
                 yield from self._sync(thread_id, pause, "completed", None)
             raise ReviewNotPendingError(
@@ -666,7 +673,7 @@ class Runner:
         return pause.values
 
     def _sweep(self) -> Flow[list[ThreadView]]:
-        due: list[ReviewRow] = yield _Call(self.ledger.due, (time.time(),))
+        due: list[ReviewRow] = yield from call(self.ledger.due, time.time())
         views: list[ThreadView] = []
         for review in due:
             view = yield from self._default(review, "hitl:deadline", by_deadline=True)
@@ -683,8 +690,8 @@ class Runner:
         decision = parse_decision({**default, "actor": actor})
         with self.store.marks.hold() as owner:
             try:
-                yield _Call(self.ledger.claim, (request.thread_id, review.review_id, decision_to_json(decision)),
-                            {"owner": owner, "lease_until": time.time() + self.lease, "by_deadline": by_deadline})
+                yield from call(self.ledger.claim, request.thread_id, review.review_id, decision_to_json(decision), owner=owner,
+                                lease_until=time.time() + self.lease, by_deadline=by_deadline)
             except (AlreadyDecidedError, ReviewNotPendingError, ThreadBusyError):
                 return None
             wf, graph = self.workflow(request.workflow), self.graph(request.workflow)
@@ -697,7 +704,7 @@ class Runner:
     def _wait(self, thread_id: str, review_id: str | None, timeout: float, poll: float) -> Flow[ThreadView]:
         row = yield from self._thread(thread_id)
         end = time.monotonic() + timeout
-        pending: list[ReviewRow] = yield _Call(self.ledger.reviews, (thread_id, ("pending",)))
+        pending: list[ReviewRow] = yield from call(self.ledger.reviews, thread_id, ("pending",))
         try:
             if not pending:
                 yield from self._explain_nothing_pending(row, review_id)
@@ -711,7 +718,7 @@ class Runner:
                     return (yield from self._view(row))
                 yield _Sleep(poll)
         while True:
-            now: ReviewRow | None = yield _Call(self.ledger.review, (thread_id, review.review_id))
+            now: ReviewRow | None = yield from call(self.ledger.review, thread_id, review.review_id)
             row = yield from self._thread(thread_id)
             if now is not None and now.status != "pending" and row.status != "running":
                 return (yield from self._view(row))
@@ -729,20 +736,20 @@ class Runner:
             raise NoPendingReviewError(f"thread {thread_id!r} already ended ({row.outcome}); nothing to cancel")
         with self.store.marks.hold() as owner:
             # the status is read again under the write lock: a decision applied meanwhile wins
-            yield _Call(self.ledger.take_thread, (thread_id,),
-                        {"owner": owner, "lease_until": time.time() + self.lease, "expect": ("paused", "failed")})
-            waiting: list[ReviewRow] = yield _Call(self.ledger.reviews, (thread_id, ("pending",)))
+            yield from call(self.ledger.take_thread, thread_id, owner=owner, lease_until=time.time() + self.lease,
+                            expect=("paused", "failed"))
+            waiting: list[ReviewRow] = yield from call(self.ledger.reviews, thread_id, ("pending",))
             yield _UpdateState(graph, _config(thread_id), None, END)
             where = [{"review_id": r.review_id, "node": r.request.node, "position": r.request.position} for r in waiting]
-            yield _Call(self.ledger.add_events, (thread_id, [Event("cancel_requested", actor=actor,
-                                                                   data={"reason": reason, "at": where})]))
+            cancel = Event("cancel_requested", actor=actor, data={"reason": reason, "at": where})
+            yield from call(self.ledger.add_events, thread_id, [cancel])
             return (yield from self._settle(self.workflow(row.workflow), graph, thread_id, outcome_if_done="cancelled"))
 
     def _recover(self) -> Flow[list[ThreadView]]:
         reconciled = yield from self._reconcile_stale()
         views: list[ThreadView] = []
-        decided: list[str] = yield _Call(self.ledger.threads_with_decided_reviews)
-        failed: list[ThreadRow] = yield _Call(self.ledger.threads_in, ("failed",))
+        decided: list[str] = yield from call(self.ledger.threads_with_decided_reviews)
+        failed: list[ThreadRow] = yield from call(self.ledger.threads_in, "failed")
         for thread_id in [*decided, *(r.thread_id for r in failed if r.thread_id not in decided)]:
             try:
                 view = yield from self._recover_one(thread_id)
@@ -760,8 +767,8 @@ class Runner:
         what = "has no audit record" if recorded is None else "differs from the one its audit record holds"
         message = (f"the decision of review {review.review_id!r} in the ledger {what}; it was not applied (the database "
                    "was edited?): check `hitl audit verify`, then `hitl cancel` the thread or decide it anew")
-        yield _Call(self.ledger.fail_thread, (thread_id, message, [
-            Event("refused_unaudited", review.review_id, data={"ledger": review.decision, "audit": recorded})]))
+        refused = Event("refused_unaudited", review.review_id, data={"ledger": review.decision, "audit": recorded})
+        yield from call(self.ledger.fail_thread, thread_id, message, [refused])
         return (yield from self._show(thread_id))
 
     def _retry(self, thread_id: str, actor: str | None) -> Flow[ThreadView]:
@@ -770,7 +777,7 @@ class Runner:
             raise ThreadBusyError(f"thread {thread_id!r} is being run by another process ({row.owner}); retry once it stops")
         if row.status != "failed":
             raise NoPendingReviewError(f"thread {thread_id!r} has not failed (status {row.status}); nothing to retry")
-        yield _Call(self.ledger.add_events, (thread_id, [Event("retry_requested", actor=actor)]))
+        yield from call(self.ledger.add_events, thread_id, [Event("retry_requested", actor=actor)])
         view = yield from self._recover_one(thread_id, forced=True)
         if view is None:
             raise ThreadBusyError(f"thread {thread_id!r} was taken by another process meanwhile; `hitl show` has its status")
@@ -780,18 +787,18 @@ class Runner:
         """Finish one thread a crash or an error left: apply its recorded decision, continue a
         stalled run, run a step that raised again (at most `max_attempts` times unless `forced`),
         or run a start killed before its first checkpoint again from its input."""
-        row: ThreadRow | None = yield _Call(self.ledger.thread, (thread_id,))
+        row: ThreadRow | None = yield from call(self.ledger.thread, thread_id)
         if row is None or not self._knows(row.workflow) or self.ledger.alive(row):
             return None
         if row.status == "failed" and not forced:
-            attempts: int = yield _Call(self.ledger.recover_attempts, (thread_id,))
+            attempts: int = yield from call(self.ledger.recover_attempts, thread_id)
             if attempts >= self.max_attempts:
                 return None  # left for a person: `hitl show` says so, `hitl retry` tries again
         wf, graph = self.workflow(row.workflow), self.graph(row.workflow)
         with self.store.marks.hold() as owner:
             if not (yield from self._take(thread_id, owner)):
                 return None  # another process is recovering it right now
-            reviews: list[ReviewRow] = yield _Call(self.ledger.reviews, (thread_id, ("decided",)))
+            reviews: list[ReviewRow] = yield from call(self.ledger.reviews, thread_id, ("decided",))
             review = reviews[0] if reviews else None
             pause = yield from self._read(wf, graph, thread_id)
             outcome = _outcome(review) if review is not None else "completed"
@@ -804,18 +811,18 @@ class Runner:
             elif pause.error:
                 about = {"retry": pause.error}
             elif review is None and pause.checkpoint_id is None:
-                input = yield _Call(self.ledger.started_input, (thread_id,))
+                input = yield from call(self.ledger.started_input, thread_id)
                 about = {"from": "input"}
             if "apply" in about and review is not None:
-                recorded = yield _Call(audit.recorded_decision, (self.store.conn, self.store.lock, thread_id, review.review_id))
+                recorded = yield from call(audit.recorded_decision, self.store.conn, self.store.lock, thread_id, review.review_id)
                 if recorded is None or recorded != review.decision:
                     return (yield from self._refuse_unaudited(thread_id, review, recorded))
             if not about or (about.get("from") == "input" and input is None):
                 # nothing to run: the graph took the decision before the crash, or there is
                 # nothing to run again; only the ledger had not heard where the thread stands
                 return (yield from self._settle(wf, graph, thread_id, outcome_if_done=outcome, pause=pause))
-            yield _Call(self.ledger.add_events, (thread_id, [Event("recovering", review.review_id if review else None,
-                                                                   data=about)]))
+            recovering = Event("recovering", review.review_id if review else None, data=about)
+            yield from call(self.ledger.add_events, thread_id, [recovering])
             if "apply" in about:
                 assert review is not None
                 return (yield from self._apply(wf, graph, thread_id, review, parse_decision(review.decision or {})))
@@ -826,20 +833,20 @@ class Runner:
     def _take(self, thread_id: str, owner: str) -> Flow[bool]:
         """Hold a thread for this run; False if another live run holds it."""
         try:
-            yield _Call(self.ledger.take_thread, (thread_id,), {"owner": owner, "lease_until": time.time() + self.lease})
+            yield from call(self.ledger.take_thread, thread_id, owner=owner, lease_until=time.time() + self.lease)
         except ThreadBusyError:
             return False
         return True
 
     def _thread(self, thread_id: str) -> Flow[ThreadRow]:
-        row: ThreadRow | None = yield _Call(self.ledger.thread, (thread_id,))
+        row: ThreadRow | None = yield from call(self.ledger.thread, thread_id)
         if row is None:
             raise UnknownThreadError(
                 f"thread {thread_id!r} does not exist; nothing was started (`hitl pending` lists paused threads)"
             )
         if row.status == "running" and not self.ledger.alive(row) and self._knows(row.workflow):
             yield from self._reconcile(row)
-            row = yield _Call(self.ledger.thread, (thread_id,))
+            row = yield from call(self.ledger.thread, thread_id)
         assert row is not None
         return row
 
@@ -865,7 +872,7 @@ class Runner:
 
     def _refuse_decided(self, row: ThreadRow, review_id: str) -> Flow[None]:
         _check_prefix(review_id, row.thread_id)
-        others: list[ReviewRow] = yield _Call(self.ledger.reviews, (row.thread_id, ("decided", "applied", "cancelled", "superseded")))
+        others = yield from call(self.ledger.reviews, row.thread_id, ("decided", "applied", "cancelled", "superseded"))
         for r in others:
             if r.review_id == review_id or r.review_id.startswith(review_id):
                 if r.status in ("cancelled", "superseded"):
@@ -875,10 +882,10 @@ class Runner:
                 raise AlreadyDecidedError(f"review {r.review_id!r} of thread {row.thread_id!r} was already decided ({kind}{who})")
 
     def _explain_nothing_pending(self, row: ThreadRow, review_id: str | None) -> Flow[None]:
-        fresh: ThreadRow | None = yield _Call(self.ledger.thread, (row.thread_id,))  # a racer may have finished it
+        fresh: ThreadRow | None = yield from call(self.ledger.thread, row.thread_id)  # a racer may have finished it
         row = fresh or row
         busy = self.ledger.alive(row)
-        decided: list[ReviewRow] = yield _Call(self.ledger.reviews, (row.thread_id, ("decided",)))
+        decided: list[ReviewRow] = yield from call(self.ledger.reviews, row.thread_id, ("decided",))
         if decided:
             d = decided[0].decision or {}
             state = "is being applied by another process" if busy else "awaits recovery; run `hitl recover`"
@@ -891,7 +898,7 @@ class Runner:
         if review_id is not None:
             yield from self._refuse_decided(row, review_id)
         if row.status in ("done", "failed"):
-            applied: list[ReviewRow] = yield _Call(self.ledger.reviews, (row.thread_id, ("applied",)))
+            applied: list[ReviewRow] = yield from call(self.ledger.reviews, row.thread_id, ("applied",))
             if applied:
                 last = max(applied, key=lambda r: r.decided_at or 0.0)
                 d = last.decision or {}
@@ -958,7 +965,7 @@ class Runner:
         whole_state = builder is not None and getattr(builder, "output_schema", None) is getattr(builder, "state_schema", None)
         if whole_state and not graph.interrupt_before_nodes and not graph.interrupt_after_nodes:
             # the output already says where the run stopped; skip re-reading the checkpoint
-            latest: str | None = yield _Call(self.store.saver.latest_checkpoint_id, (thread_id,))
+            latest: str | None = yield from call(self.store.saver.latest_checkpoint_id, thread_id)
             pause = pause_from_output(output, thread_id=thread_id, workflow=wf.name, checkpoint_id=latest,
                                       editable=self._editable(wf, graph))
         return (yield from self._settle(wf, graph, thread_id, outcome_if_done=outcome_if_done, pause=pause, new=new))
@@ -1020,7 +1027,7 @@ class Runner:
             status, outcome = "failed", None
             if error is not None or pause.error:
                 message = f"{type(error).__name__}: {error}" if error is not None else pause.error
-                attempts: int = yield _Call(self.ledger.recover_attempts, (thread_id,))
+                attempts: int = yield from call(self.ledger.recover_attempts, thread_id)
                 left = self.max_attempts - attempts
                 message += (f"; `hitl recover` runs the failed step again ({left} of {self.max_attempts} attempts left)"
                             if left > 0 else
@@ -1029,10 +1036,8 @@ class Runner:
                 message = f"the run stopped before finishing {', '.join(pause.stalled_at)}; `hitl recover` continues it"
             else:
                 message = "the run stopped before its first checkpoint; `hitl recover` runs it again from its input"
-        synced: Synced = yield _Call(self.ledger.sync, (thread_id,), {
-            "status": status, "outcome": outcome, "error": message,
-            "pending": [(r, pause.checkpoint_id) for r in pause.reviews], "new": new,
-        })
+        synced = yield from call(self.ledger.sync, thread_id, status=status, outcome=outcome, error=message,
+                                 pending=[(r, pause.checkpoint_id) for r in pause.reviews], new=new)
         if self.on_review is not None:
             for review in synced.added:
                 try:
@@ -1046,7 +1051,7 @@ class Runner:
         if self._knows(row.workflow):
             snapshot: StateSnapshot = yield _GetState(self.graph(row.workflow), _config(row.thread_id))
             values = snapshot.values
-        open_reviews: list[ReviewRow] = yield _Call(self.ledger.reviews, (row.thread_id, ("pending", "decided")))
+        open_reviews: list[ReviewRow] = yield from call(self.ledger.reviews, row.thread_id, ("pending", "decided"))
         return _thread_view(row, values, [r.request for r in open_reviews if r.status == "pending"],
                      [r.review_id for r in open_reviews if r.status == "decided"])
 
@@ -1054,13 +1059,13 @@ class Runner:
         """Bring one crashed thread's ledger rows in line with its latest checkpoint (read-only)."""
         wf, graph = self.workflow(row.workflow), self.graph(row.workflow)
         pause = yield from self._read(wf, graph, row.thread_id)
-        yield _Call(self.ledger.add_events, (row.thread_id, [Event("reconciled", data={"owner": row.owner})]))
+        yield from call(self.ledger.add_events, row.thread_id, [Event("reconciled", data={"owner": row.owner})])
         synced = yield from self._sync(row.thread_id, pause, "completed", None)
         return _thread_view(synced.thread, pause.values, synced.pending, synced.decided)
 
     def _reconcile_stale(self) -> Flow[list[ThreadView]]:
         """Reconcile every thread marked running whose run is over (crashed, or ended unrecorded)."""
-        running: list[ThreadRow] = yield _Call(self.ledger.threads_in, ("running",))
+        running: list[ThreadRow] = yield from call(self.ledger.threads_in, "running")
         views: list[ThreadView] = []
         for row in running:
             if not self.ledger.alive(row) and self._knows(row.workflow):
