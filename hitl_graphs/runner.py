@@ -758,8 +758,10 @@ class Runner:
                 view = yield from self._show(thread_id)
             if view is not None:
                 views.append(view)
-        seen = {v.thread_id for v in views}  # a thread reconciled and then run on is listed once, as it ended
-        return [v for v in reconciled if v.thread_id not in seen] + views
+        # a thread the reconcile alone settled (its run had ended, unrecorded) is listed; one that
+        # still held a decision is listed by whoever applied it, once
+        seen = {v.thread_id for v in views}
+        return [v for v in reconciled if v.thread_id not in seen and not v.awaiting_recovery] + views
 
     def _refuse_unaudited(self, thread_id: str, review: ReviewRow, recorded: dict[str, Any] | None) -> Flow[ThreadView]:
         """A decision in the ledger that the audit log does not record is not applied: someone
