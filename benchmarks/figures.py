@@ -82,11 +82,11 @@ def overhead(workdir: Path, ours: Sequence[Ours], plain: Sequence[Plain], *, n_r
 def profile(workdir: Path, ours: Sequence[Ours], plain: Sequence[Plain], *, cycles: int) -> dict[str, Any]:
     """Count SQLite commits, checkpoint reads/writes and (for ours) the runner's I/O per cycle.
 
-    The runner's operations are generators of effects (`_Invoke`, `_GetState`, `_Call` of a
-    ledger method...) driven by `hitl_graphs.runner._run_sync`; wrapping that function times each
+    The runner's operations are generators of effects (`Invoke`, `GetState`, `Call` of a
+    ledger method...) driven by `hitl_graphs.runtime.driver.run_sync`; wrapping that function times each
     effect without touching the runner. Counts are exact; times are one pass (indicative).
     """
-    import hitl_graphs.runner as runner_mod
+    import hitl_graphs.runtime.driver as runner_mod
 
     out: dict[str, Any] = {}
     for p in plain:
@@ -108,7 +108,7 @@ def profile(workdir: Path, ours: Sequence[Ours], plain: Sequence[Plain], *, cycl
                        "saver_calls": {k: v / cycles for k, v in sorted(counts.items())}}
         conn.close()
         remove_db(db)
-    original = runner_mod._run_sync
+    original = runner_mod.run_sync
     for o in ours:
         db = str(workdir / f"profile-{o.name}.sqlite")
         remove_db(db)
@@ -131,7 +131,7 @@ def profile(workdir: Path, ours: Sequence[Ours], plain: Sequence[Plain], *, cycl
         from hitl_graphs import Approve
 
         runner.store.conn.set_trace_callback(lambda s: stmts.update([s.split(None, 1)[0].upper()]))
-        runner_mod._run_sync = timed_run_sync  # type: ignore[assignment]
+        runner_mod.run_sync = timed_run_sync  # type: ignore[assignment]
         t_total = {"start": 0.0, "resume": 0.0}
         try:
             for _ in range(cycles):
@@ -144,7 +144,7 @@ def profile(workdir: Path, ours: Sequence[Ours], plain: Sequence[Plain], *, cycl
                 runner.resume(paused.thread_id, Approve(actor="bench"))
                 t_total["resume"] += time.perf_counter() - t0
         finally:
-            runner_mod._run_sync = original  # type: ignore[assignment]
+            runner_mod.run_sync = original  # type: ignore[assignment]
             runner.store.conn.set_trace_callback(None)
         runner.close()
         remove_db(db)

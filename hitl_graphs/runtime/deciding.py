@@ -1,0 +1,240 @@
+"""A person's decision: admitted against what is pending, claimed once, applied.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, assert_never
+
+from langgraph.constants import END
+from langgraph.types import Command
+
+from hitl_graphs.decisions import (
+    Approve,
+    Decision,
+    Escalate,
+    Modify,
+    Reject,
+    Respond,
+    decision_to_json,
+    parse_decision,
+)
+from hitl_graphs.errors import (
+    AlreadyDecidedError,
+    DecisionError,
+    InvalidDecisionError,
+    NoPendingReviewError,
+    ReviewNotPendingError,
+    StaleReviewError,
+    ThreadBusyError,
+)
+from hitl_graphs.ledger import (
+    Event,
+    ReviewRow,
+    ThreadRow,
+)
+from hitl_graphs.registry import Workflow
+from hitl_graphs.reviews import Outcome, ThreadView
+from hitl_graphs.runtime.admission import (
+    admit,
+    check_prefix,
+    replaced_values,
+)
+from hitl_graphs.runtime.driver import (
+    Flow,
+    UpdateState,
+    call,
+)
+from hitl_graphs.runtime.support import (
+    Graph,
+    run_config,
+)
+
+if TYPE_CHECKING:
+    from hitl_graphs.runtime.runner import Runner
+
+
+
+class DecideFlows:
+    """A person's decision: admitted against what is pending, claimed once, applied. (A part of `Runner`.)"""
+
+    def _resume(self: Runner, thread_id: str, raw: Decision | Mapping[str, Any] | str, review_id: str | None, roles: tuple[str, ...]
+    ) -> Flow[ThreadView]:
+        asked_at = time.time()
+        decision = parse_decision(raw)
+        row = yield from self._thread(thread_id)
+        try:
+            return (yield from self._decide(row, decision, review_id, roles, asked_at))
+        except (DecisionError, NoPendingReviewError, ThreadBusyError) as exc:
+            refused = Event("refused", review_id, decision.actor, {"kind": decision.kind, "error": str(exc)})
+            yield from call(self.ledger.add_events, thread_id, [refused])
+            raise
+
+    def _decide(self: Runner, row: ThreadRow, decision: Decision, review_id: str | None, roles: tuple[str, ...], asked_at: float
+    ) -> Flow[ThreadView]:
+        thread_id = row.thread_id
+        wf = self.workflow(row.workflow)
+        graph = self.graph(row.workflow)
+        if self.ledger.alive(row):  # what is pending is about to change: the person has not seen it
+            decided = yield from call(self.ledger.reviews, thread_id, ("decided",))
+            if not decided:
+                raise ThreadBusyError(f"thread {thread_id!r} is being run by another process ({row.owner}); "
+                                      f"look again once it pauses (`hitl show {thread_id}`)")
+        pending: list[ReviewRow] = yield from call(self.ledger.reviews, thread_id, ("pending",))
+        if not pending:
+            yield from self._explain_nothing_pending(row, review_id)
+        review = yield from self._pick(row, pending, review_id)
+        if review_id is None and review.request.created_at.timestamp() > asked_at:
+            # the thread moved on between the call and our read: this is not what the caller saw
+            raise StaleReviewError(
+                f"thread {thread_id!r} paused again at review {review.review_id!r} after this decision was asked "
+                f"for; nothing was decided: look at it (`hitl show {thread_id}`) and pass review_id"
+            )
+        clean = admit(decision, review.request, graph, roles=roles, started_by=row.started_by)
+        values: Any = None
+        latest: str | None = yield from call(self.store.saver.latest_checkpoint_id, thread_id)
+        state_patch = isinstance(clean, Modify) and review.request.patch_target == "state"
+        if latest is None or latest != review.checkpoint_id or state_patch:
+            # the checkpoint moved since the ledger recorded the review (or we need its values):
+            # read it, and make sure the review still waits there, showing the same payload
+            values = yield from self._check_still_pending(wf, graph, row, review)
+        with self.store.marks.hold() as owner:
+            yield from call(self.ledger.claim, thread_id, review.review_id, decision_to_json(clean), owner=owner,
+                            lease_until=time.time() + self.lease, record=replaced_values(clean, review.request, values))
+            return (yield from self._apply(wf, graph, thread_id, review, clean))
+
+    def _check_still_pending(self: Runner, wf: Workflow, graph: Graph, row: ThreadRow, review: ReviewRow) -> Flow[Any]:
+        thread_id = row.thread_id
+        pause = yield from self._read(wf, graph, thread_id)
+        current = {r.review_id: r for r in pause.reviews}.get(review.review_id)
+        if current is None:
+            # decided by a racing process since we read the ledger, or answered outside the runner
+            yield from self._refuse_decided(row, review.review_id)
+            now_row: ThreadRow | None = yield from call(self.ledger.thread, thread_id)
+            if now_row is not None and not self.ledger.alive(now_row):
+                yield from self._sync(thread_id, pause, "completed", None)
+            raise ReviewNotPendingError(
+                f"review {review.review_id!r} is no longer pending on thread {thread_id!r}: the thread moved on "
+                "outside this runner; `hitl show` has its current reviews"
+            )
+        if current.payload_hash != review.request.payload_hash:
+            raise StaleReviewError(
+                f"what review {review.review_id!r} shows has changed since it was listed; look again (`hitl show {thread_id}`)"
+            )
+        return pause.values
+
+    def _pick(self: Runner, row: ThreadRow, pending: list[ReviewRow], review_id: str | None) -> Flow[ReviewRow]:
+        if review_id is None:
+            if len(pending) == 1:
+                return pending[0]
+            listing = "; ".join(f"{r.review_id} ({r.request.node})" for r in pending)
+            raise ReviewNotPendingError(
+                f"thread {row.thread_id!r} has {len(pending)} pending reviews; pass a review id: {listing}"
+            )
+        matches = [r for r in pending if review_id in (r.review_id, r.request.key)]
+        if not matches:
+            check_prefix(review_id, row.thread_id)
+            matches = [r for r in pending if r.review_id.startswith(review_id)]
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise ReviewNotPendingError(f"review id prefix {review_id!r} matches {len(matches)} pending reviews; give more of it")
+        yield from self._refuse_decided(row, review_id)
+        listing = ", ".join(r.review_id for r in pending)
+        raise ReviewNotPendingError(f"review {review_id!r} is not pending on thread {row.thread_id!r}; pending: {listing}")
+
+    def _refuse_decided(self: Runner, row: ThreadRow, review_id: str) -> Flow[None]:
+        check_prefix(review_id, row.thread_id)
+        others = yield from call(self.ledger.reviews, row.thread_id, ("decided", "applied", "cancelled", "superseded"))
+        for r in others:
+            if r.review_id == review_id or r.review_id.startswith(review_id):
+                if r.status in ("cancelled", "superseded"):
+                    raise ReviewNotPendingError(f"review {r.review_id!r} of thread {row.thread_id!r} was {r.status}")
+                who = f" by {r.decision.get('actor')}" if r.decision and r.decision.get("actor") else ""
+                kind = r.decision.get("kind") if r.decision else "?"
+                raise AlreadyDecidedError(f"review {r.review_id!r} of thread {row.thread_id!r} was already decided ({kind}{who})")
+
+    def _explain_nothing_pending(self: Runner, row: ThreadRow, review_id: str | None) -> Flow[None]:
+        fresh: ThreadRow | None = yield from call(self.ledger.thread, row.thread_id)  # a racer may have finished it
+        row = fresh or row
+        busy = self.ledger.alive(row)
+        decided: list[ReviewRow] = yield from call(self.ledger.reviews, row.thread_id, ("decided",))
+        if decided:
+            d = decided[0].decision or {}
+            state = "is being applied by another process" if busy else "awaits recovery; run `hitl recover`"
+            raise AlreadyDecidedError(
+                f"thread {row.thread_id!r}: review {decided[0].review_id!r} was already decided ({d.get('kind')}"
+                f"{' by ' + d['actor'] if d.get('actor') else ''}) and {state}"
+            )
+        if busy:
+            raise ThreadBusyError(f"thread {row.thread_id!r} is being run by another process ({row.owner}); retry once it pauses")
+        if review_id is not None:
+            yield from self._refuse_decided(row, review_id)
+        if row.status in ("done", "failed"):
+            applied: list[ReviewRow] = yield from call(self.ledger.reviews, row.thread_id, ("applied",))
+            if applied:
+                last = max(applied, key=lambda r: r.decided_at or 0.0)
+                d = last.decision or {}
+                ended = f"ended ({row.outcome})" if row.status == "done" else f"failed: {row.error}"
+                raise AlreadyDecidedError(
+                    f"thread {row.thread_id!r} has no pending review: its last review {last.review_id!r} was already "
+                    f"decided ({d.get('kind')}{' by ' + d['actor'] if d.get('actor') else ''}) and the thread {ended}"
+                )
+        if row.status == "done":
+            raise NoPendingReviewError(f"thread {row.thread_id!r} has no pending review; it ended ({row.outcome})")
+        if row.status == "failed":
+            raise NoPendingReviewError(f"thread {row.thread_id!r} has no pending review; it failed: {row.error}")
+        if review_id is not None:
+            raise ReviewNotPendingError(f"review {review_id!r} is not pending on thread {row.thread_id!r}; nothing is")
+        raise NoPendingReviewError(f"thread {row.thread_id!r} has no pending review (status {row.status})")
+
+    def _apply(self: Runner, wf: Workflow, graph: Graph, thread_id: str, review: ReviewRow, decision: Decision) -> Flow[ThreadView]:
+        """Run the graph on with a claimed decision (also what `recover` does with a recorded one).
+
+        The caller has checked that the review is still pending in the latest checkpoint.
+        """
+        config = run_config(thread_id)
+        request = review.request
+        outcome: Outcome = "rejected" if isinstance(decision, Reject) else "completed"
+        if request.source == "interrupt":
+            patch = decision.patch if isinstance(decision, Modify) and request.patch_target == "state" else None
+            return (yield from self._run(
+                wf, graph, thread_id,
+                Command(resume={review.review_id: decision_to_json(decision)}, update=patch),
+                outcome_if_done=outcome,
+            ))
+        update: dict[str, Any]
+        match decision:
+            case Approve():
+                update = dict(wf.on_approve)
+            case Modify(patch=patch):
+                update = {**wf.on_approve, **patch}
+            case Reject(reason=reason):
+                if wf.on_reject is None:
+                    yield UpdateState(graph, config, None, END)
+                    return (yield from self._settle(wf, graph, thread_id, outcome_if_done="rejected"))
+                update = dict(wf.on_reject)
+                if wf.reason_field:
+                    update[wf.reason_field] = reason
+            case Respond() | Escalate():  # a breakpoint review allows approve, modify and reject only
+                raise InvalidDecisionError(f"a static breakpoint cannot take {decision.kind!r}")
+            case _:
+                assert_never(decision)
+        return (yield from self._run(wf, graph, thread_id, Command(update=update) if update else None, outcome_if_done=outcome))
+
+    def _cancel(self: Runner, thread_id: str, actor: str | None, reason: str | None) -> Flow[ThreadView]:
+        row = yield from self._thread(thread_id)
+        graph = self.graph(row.workflow)
+        if row.status == "done":
+            raise NoPendingReviewError(f"thread {thread_id!r} already ended ({row.outcome}); nothing to cancel")
+        with self.store.marks.hold() as owner:
+            # the status is read again under the write lock: a decision applied meanwhile wins
+            yield from call(self.ledger.take_thread, thread_id, owner=owner, lease_until=time.time() + self.lease,
+                            expect=("paused", "failed"))
+            waiting: list[ReviewRow] = yield from call(self.ledger.reviews, thread_id, ("pending",))
+            yield UpdateState(graph, run_config(thread_id), None, END)
+            where = [{"review_id": r.review_id, "node": r.request.node, "position": r.request.position} for r in waiting]
+            cancel = Event("cancel_requested", actor=actor, data={"reason": reason, "at": where})
+            yield from call(self.ledger.add_events, thread_id, [cancel])
+            return (yield from self._settle(self.workflow(row.workflow), graph, thread_id, outcome_if_done="cancelled"))

@@ -1,0 +1,71 @@
+"""Small pieces the flows share: a run's config, the thread view, schema fields.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from hitl_graphs.effects import CONFIG_KEY as EFFECTS_KEY
+from hitl_graphs.effects import EffectLog
+from hitl_graphs.gate import to_json
+from hitl_graphs.ledger import (
+    ReviewRow,
+    ThreadRow,
+)
+from hitl_graphs.patches import state_fields
+from hitl_graphs.reviews import Outcome, ReviewRequest, ThreadView
+from hitl_graphs.runtime.driver import Graph
+from hitl_graphs.store import DEFER_KEY
+
+log = logging.getLogger("hitl_graphs")
+
+
+def thread_view(row: ThreadRow, values: Any, pending: Sequence[ReviewRequest], decided: Sequence[str]) -> ThreadView:
+    values = to_json(values)
+    return ThreadView(
+        thread_id=row.thread_id,
+        workflow=row.workflow,
+        status=row.status,
+        outcome=row.outcome,
+        reviews=tuple(pending),
+        state=values if isinstance(values, dict) else {"value": values},
+        error=row.error,
+        awaiting_recovery=tuple(decided) if row.status != "running" else (),
+    )
+
+
+def outcome_of(review: ReviewRow) -> Outcome:
+    return "rejected" if review.decision and review.decision.get("kind") == "reject" else "completed"
+
+
+def run_config(thread_id: str, effects: EffectLog | None = None, *, defer: bool = False) -> RunnableConfig:
+    configurable: dict[str, Any] = {"thread_id": thread_id}
+    if effects is not None:
+        configurable[EFFECTS_KEY] = effects
+    if defer:  # the run's checkpoint joins the ledger's commit of where it stopped
+        configurable[DEFER_KEY] = True
+    return {"configurable": configurable}
+
+
+def node_names(nodes: Any) -> tuple[str, ...]:
+    if nodes == "*" or nodes is None:
+        return () if nodes is None else ("*",)
+    return tuple(nodes)
+
+
+def schema_fields(graph: Graph) -> tuple[str, ...]:
+    schema = getattr(getattr(graph, "builder", None), "state_schema", None)
+    return _fields_of(schema) if schema is not None else ()
+
+
+@functools.lru_cache(maxsize=128)
+def _fields_of(schema: type) -> tuple[str, ...]:
+    # get_type_hints costs ~0.15 ms; a state schema does not change while the process runs
+    return tuple(state_fields(schema))
+
+
