@@ -371,7 +371,7 @@ def verify(
         kept = f"the head kept elsewhere ({expect.seq}:{expect.hash[:12]}...) is not in the log"
         if expect.seq > last:
             return broken(last + 1, f"{kept}: the log ends at entry {last}, entries at the end were deleted")
-        if (hashes[expect.seq] if expect.seq else GENESIS) != expect.hash:
+        if (hashes.get(expect.seq) if expect.seq else GENESIS) != expect.hash:
             return broken(expect.seq, f"{kept}: entry {expect.seq} has another hash, the log up to it was rebuilt")
     if not rows and threads:
         return broken(None, f"the log is empty but the ledger holds {len(threads)} thread(s): its entries were deleted")
