@@ -24,6 +24,8 @@ from hitl_graphs.decisions import (
 )
 from hitl_graphs.errors import (
     AlreadyDecidedError,
+    AuditError,
+    AuditKeyError,
     ConfigError,
     DatabaseBusyError,
     DecisionError,
@@ -108,7 +110,9 @@ __all__ = [
     "Approve",
     "AskOncePolicy",
     "AskWhenPolicy",
+    "AuditError",
     "AuditHead",
+    "AuditKeyError",
     "AuditReport",
     "ConfigError",
     "Confirmation",

@@ -3,37 +3,57 @@
 Each entry's hash covers its own fields and the previous entry's hash, so editing, deleting or
 reordering any entry breaks the chain from that point on; `verify` names the first broken entry.
 A head row (last sequence number and hash) is written in the same transaction as each append, so
-deleting entries at the end shows too, and so does deleting the head row with them. `verify` also
-holds the ledger to the log: every review the ledger says was decided must have the decision the
-log records (a decision written straight into the ledger is found, and `recover` will not apply
-it).
+deleting entries at the end shows too, and so does deleting the head row with them (a missing
+head row also stops every write, `AuditError`, instead of restarting the log). `verify` also
+holds the ledger to the log: every thread in the ledger must have entries, and every review the
+ledger says was decided must have the decision the log records (a decision written straight into
+the ledger is found, and `recover` will not apply it).
 
 What it does not stop on its own: whoever can write the file can rebuild the whole chain from
-scratch. Two defences, either or both:
+scratch, or cut whole threads off its end with their ledger rows and fix the head row. Two
+defences, either or both:
 
 - Keep the head elsewhere: `hitl audit head` prints the last entry's number and hash; store it
   where the database's writers cannot (write-once storage, another machine, a ticket), and
   `hitl audit verify --expect-head SEQ:HASH` checks that entry is still in the log, unchanged.
-- A secret key: with `HITL_AUDIT_KEY` set (or `SqliteStore(audit_key=...)`), each entry's hash is
-  an HMAC under it, so a chain rebuilt or extended without the key fails `verify` (run with the
-  key). Entries written before the key was set stay plain; once one entry is keyed, every later
-  one must be, and a log with no keyed entry fails a keyed `verify` (rebuilt without the key).
-  The key protects the log only as far as the key is kept from the database's writers.
+  What was written after the last head kept is covered by the chain (and the key) only.
+- A secret key: with `HITL_AUDIT_KEY` set (or `SqliteStore(audit_key=...)`), each new entry's
+  hash is an HMAC-SHA256 under it, stored as `hmac:<key id>:<mac>` (the key id, 8 hex digits
+  derived from the key, tells a wrong key from an edit). A chain rebuilt or extended without the
+  key fails `verify` run with it. Entries written before the key was set stay plain, bound by the
+  first keyed entry's link; once one entry is keyed every later one must be, so dropping the
+  marker (a downgrade) is itself a break, found even without the key. A process without the key,
+  or with another one, is refused before it writes (`AuditKeyError`), so a misconfigured
+  process cannot leave entries that look forged. `verify` without the key says which entries it
+  cannot check; with a key on a log where no entry is keyed it fails (rebuilt without the key,
+  or nothing written since the key was set).
+
+  The key does not protect against whoever holds it: every process that writes the database
+  needs it, so it guards against those who can reach the file but not the processes' secrets
+  (another host's admin, a restored backup, someone with SQL access). Nor does it show entries
+  cut off the end (keep heads for that), nor the whole file deleted. Use a long random key
+  (`python -c "import secrets; print(secrets.token_hex(32))"`): any keyed entry lets a short one
+  be guessed offline. A keyed log cannot change its key.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from hitl_graphs.errors import AuditError, AuditKeyError
+
 KEY_ENV = "HITL_AUDIT_KEY"
+_KEYED = "hmac:"
 
 GENESIS = "0" * 64
 
@@ -71,11 +91,26 @@ class Event:
 def entry_hash(prev_hash: str, seq: int, thread_id: str, review_id: str | None, event: str,
                actor: str | None, data: str, at: float, key: bytes | None = None) -> str:
     """The hash of one entry: its fields and the previous entry's hash, canonically encoded;
-    an HMAC-SHA256 under `key` when one is given."""
+    with `key`, an HMAC-SHA256 under it, marked `hmac:<key id>:`."""
     body = json.dumps([prev_hash, seq, thread_id, review_id, event, actor, data, repr(at)], separators=(",", ":")).encode()
     if key is None:
         return hashlib.sha256(body).hexdigest()
-    return hmac.new(key, body, hashlib.sha256).hexdigest()
+    return f"{_KEYED}{key_id(key)}:{hmac.new(key, body, hashlib.sha256).hexdigest()}"
+
+
+@functools.lru_cache(maxsize=8)
+def key_id(key: bytes) -> str:
+    """8 hex digits naming a key without revealing it, so a wrong key is told from an edit.
+
+    Example:
+        >>> len(key_id(b"s3cret")), key_id(b"s3cret") == key_id(b"other")
+        (8, False)"""
+    return hmac.new(key, b"hitl_graphs audit key id", hashlib.sha256).hexdigest()[:8]
+
+
+def _kid(digest: str) -> str | None:
+    """The key id of a keyed entry's hash; None for a plain one."""
+    return digest[len(_KEYED):len(_KEYED) + 8] if digest.startswith(_KEYED) else None
 
 
 def key_from_env() -> bytes | None:
@@ -91,7 +126,12 @@ def key_of(c: sqlite3.Connection) -> bytes | None:
 
 
 def append(c: sqlite3.Connection, thread_id: str, events: Iterable[Event], now: float) -> None:
-    """Append events after the current head; call inside a write (`BEGIN IMMEDIATE`) transaction."""
+    """Append events after the current head; call inside a write (`BEGIN IMMEDIATE`) transaction.
+
+    Raises:
+        AuditKeyError: the log is keyed and the connection has no key, or another one.
+        AuditError: the head row is gone though the log has entries (nothing is written).
+    """
     head = c.execute("SELECT seq, hash FROM hitl_audit_head WHERE id = 1").fetchone()
     seq, prev = head if head else (0, GENESIS)
     key = key_of(c)
@@ -104,8 +144,27 @@ def append(c: sqlite3.Connection, thread_id: str, events: Iterable[Event], now: 
         prev = digest
     if not rows:
         return
+    if head is None and c.execute("SELECT 1 FROM hitl_events LIMIT 1").fetchone() is not None:
+        (count,) = c.execute("SELECT count(*) FROM hitl_events").fetchone()
+        raise AuditError(f"the audit log's head row is missing though the log has {count} entries (the database was "
+                         "edited?); nothing is written until it is restored: `hitl audit verify` says more")
+    if head is not None:
+        _check_key(head[1], key)
     c.executemany("INSERT INTO hitl_events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
     c.execute("INSERT OR REPLACE INTO hitl_audit_head (id, seq, hash) VALUES (1, ?, ?)", (seq, prev))
+
+
+def _check_key(digest: str, key: bytes | None) -> None:
+    """Refuse to extend (or trust) a keyed entry without its key: what a process without the key
+    wrote after it would read as a downgrade, and another key's entries as edits."""
+    kid = _kid(digest)
+    if kid is None:
+        return  # a plain log takes plain entries, or keyed ones from now on
+    if key is None:
+        raise AuditKeyError(f"the audit log is keyed (key id {kid}); set {KEY_ENV} to its key to write to it")
+    if key_id(key) != kid:
+        raise AuditKeyError(f"{KEY_ENV} (key id {key_id(key)}) is not the key the audit log is keyed with "
+                            f"(key id {kid}); set the right one")
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +183,10 @@ class AuditReport:
     head_seq: int = 0
     keyed: bool = False
     """Whether entries are keyed with the key `verify` was given (from the first keyed one on)."""
+    keyed_from: int | None = None
+    """The first keyed entry (the ones before it were written before the key was set)."""
+    kept_heads: int = 0
+    """How many heads kept elsewhere (`expect_heads`) were found in the chain."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,21 +205,53 @@ class AuditHead:
 
     @classmethod
     def parse(cls, text: str) -> AuditHead:
-        """Read `SEQ:HASH` (what `hitl audit head` prints).
+        """Read `SEQ:HASH` (what `hitl audit head` prints), or the JSON line `--json` prints.
+
+        Example:
+            >>> AuditHead.parse('{"seq": 3, "hash": "' + "ab" * 32 + '", "at": "2025-01-01T00:00:00+00:00"}').seq
+            3
 
         Raises:
-            ValueError: not of that form."""
-        seq, sep, digest = text.strip().partition(":")
-        if not sep or not seq.isdigit() or len(digest) != 64 or any(ch not in "0123456789abcdef" for ch in digest):
-            raise ValueError(f"an audit head reads SEQ:HASH (64 hex digits), as `hitl audit head` prints it; got {text!r}")
+            ValueError: neither form."""
+        text = text.strip()
+        if text.startswith("{"):
+            try:
+                got = json.loads(text)
+            except json.JSONDecodeError:
+                got = None
+            seq, digest = (got.get("seq"), got.get("hash")) if isinstance(got, dict) else (None, None)
+            seq = str(seq) if isinstance(seq, int) and not isinstance(seq, bool) else ""
+        else:
+            seq, _, digest = text.partition(":")
+        if not seq.isdigit() or not isinstance(digest, str) or not _HASH.fullmatch(digest):
+            raise ValueError(f"an audit head reads SEQ:HASH (a hash as the log stores it), as `hitl audit head` prints "
+                             f"it, or its --json line; got {text[:100]!r}")
         return cls(int(seq), digest)
 
 
+_HASH = re.compile(r"(hmac:[0-9a-f]{8}:)?[0-9a-f]{64}")
+
+
 def head(conn: sqlite3.Connection, lock: threading.Lock) -> AuditHead:
-    """The current head (entry 0 and the genesis hash for an empty log)."""
+    """The log's last entry (entry 0 and the genesis hash for an empty log); reads two rows
+    whatever the log's length (`verify` walks the chain).
+
+    Raises:
+        AuditError: the head row is missing or is not the last entry: a head kept from such a
+            log would keep its damage.
+    """
     with lock:
+        last = conn.execute("SELECT seq, hash FROM hitl_events ORDER BY seq DESC LIMIT 1").fetchone()
         row = conn.execute("SELECT seq, hash FROM hitl_audit_head WHERE id = 1").fetchone()
-    return AuditHead(*row) if row else AuditHead(0, GENESIS)
+    if last is None and row is None:
+        return AuditHead(0, GENESIS)
+    if row is None:
+        raise AuditError(f"the audit log's head row is missing though the log has entries up to {last[0]} "
+                         "(the database was edited?): `hitl audit verify` says more")
+    if last is None or tuple(row) != tuple(last):
+        raise AuditError(f"the audit log's head row (entry {row[0]}) is not its last entry "
+                         f"({last[0] if last else 'none'}; the database was edited?): `hitl audit verify` says more")
+    return AuditHead(int(last[0]), str(last[1]))
 
 
 def decision_of(data: dict[str, Any]) -> dict[str, Any]:
@@ -169,8 +264,11 @@ def recorded_decision(conn: sqlite3.Connection, lock: threading.Lock, thread_id:
     """The decision the log records for a review, if its entry is intact (None otherwise).
 
     `recover` applies a decision from the ledger only if it equals this: a decision written
-    straight into the ledger has no entry, and a forged entry does not hash right (without the
-    key, when one is set, it cannot)."""
+    straight into the ledger has no entry, and a forged entry does not hash right. With a key, an
+    entry must be keyed unless the log has no keyed entry before it: a plain one was forged.
+
+    Raises:
+        AuditKeyError: the entry is keyed and the store has no key, or another one."""
     key = key_of(conn)
     with lock:
         row = conn.execute(
@@ -178,13 +276,15 @@ def recorded_decision(conn: sqlite3.Connection, lock: threading.Lock, thread_id:
             "WHERE thread_id = ? AND review_id = ? AND event = 'decided' ORDER BY seq DESC LIMIT 1",
             (thread_id, review_id),
         ).fetchone()
-    if row is None:
+        # a plain entry after a keyed one was written without the key (found from the first entry
+        # on, so a log keyed from its start answers at once)
+        downgraded = (row is not None and key is not None and _kid(row[8]) is None and conn.execute(
+            "SELECT 1 FROM hitl_events WHERE seq < ? AND substr(hash, 1, 5) = ? LIMIT 1", (row[0], _KEYED)).fetchone() is not None)
+    if row is None or downgraded:
         return None
     seq, tid, rid, event, actor, data, at, prev_hash, digest = row
-    hashes = {entry_hash(prev_hash, seq, tid, rid, event, actor, data, at)}
-    if key is not None:
-        hashes.add(entry_hash(prev_hash, seq, tid, rid, event, actor, data, at, key))
-    if digest not in hashes:
+    _check_key(digest, key)
+    if entry_hash(prev_hash, seq, tid, rid, event, actor, data, at, key if _kid(digest) else None) != digest:
         return None
     return decision_of(json.loads(data))
 
@@ -197,15 +297,16 @@ def verify(
     expect_heads: Sequence[AuditHead] = (),
 ) -> AuditReport:
     """Walk the whole chain and report the first entry that was edited, deleted or reordered, a
-    missing or wrong head, a ledger decision the log does not record, or a head kept elsewhere
-    (`expect_heads`) that is no longer in the log. With `key`, entries must be keyed from the first
-    keyed one on, and at least one must be.
+    missing or wrong head, a thread or a ledger decision the log does not record, or a head kept
+    elsewhere (`expect_heads`) that is no longer in the log. Keyed entries are checked with `key`
+    (reported as unverifiable without it); with `key`, at least one entry must be keyed.
 
     Example:
         >>> conn = sqlite3.connect(":memory:")
         >>> _ = conn.executescript(SCHEMA)
         >>> append(conn, "t1", [Event("started"), Event("decided", actor="ana")], 1.0)
-        >>> verify(conn, threading.Lock()).ok
+        >>> kept = head(conn, threading.Lock())
+        >>> verify(conn, threading.Lock(), expect_heads=[kept]).ok
         True
         >>> _ = conn.execute("UPDATE hitl_events SET actor = 'eve' WHERE seq = 2")
         >>> verify(conn, threading.Lock()).problem
@@ -221,27 +322,40 @@ def verify(
             "SELECT thread_id, review_id, status, decision FROM hitl_reviews WHERE status IN ('decided', 'applied') "
             "ORDER BY thread_id, review_id"
         ).fetchall() if "hitl_reviews" in tables else []
-        threads = conn.execute("SELECT count(*) FROM hitl_threads").fetchone()[0] if "hitl_threads" in tables else 0
-    prev, expected_seq, checked, keyed = GENESIS, 1, 0, False
+        threads = [r[0] for r in conn.execute("SELECT thread_id FROM hitl_threads ORDER BY created_at, thread_id")] \
+            if "hitl_threads" in tables else []
+    want = key_id(key) if key is not None else None
+    prev, expected_seq, checked = GENESIS, 1, 0
+    keyed_from: int | None = None
+    unverified: tuple[int, str] | None = None  # the first keyed entry met without a key, and its key id
     hashes: dict[int, str] = {}
+    logged: set[str] = set()
     decided: dict[tuple[str, str], dict[str, Any]] = {}
 
     def broken(seq: int | None, problem: str) -> AuditReport:
-        return AuditReport(False, checked, prev, seq, problem, expected_seq - 1, keyed)
+        return AuditReport(False, checked, prev, seq, problem, expected_seq - 1, keyed_from is not None and key is not None,
+                           keyed_from)
 
     for seq, thread_id, review_id, event, actor, data, at, prev_hash, digest in rows:
         if prev_hash != prev or seq != expected_seq:
             return broken(seq, f"entry {seq} does not follow entry {expected_seq - 1}: an entry was deleted or reordered"
                           if seq != expected_seq else
                           f"entry {seq} does not link to the entry before it: entries were reordered or rewritten")
-        plain = entry_hash(prev_hash, seq, thread_id, review_id, event, actor, data, at) == digest
-        if key is not None and entry_hash(prev_hash, seq, thread_id, review_id, event, actor, data, at, key) == digest:
-            keyed = True
-        elif plain and keyed:
+        kid = _kid(digest)
+        if kid is None and keyed_from is not None:
             return broken(seq, f"entry {seq} is not keyed with {KEY_ENV} though entries before it are: "
                                "it was written or rewritten without the key")
-        elif not plain:  # (or keyed under a key verify was not given: without the key nobody can tell)
+        if kid is not None:
+            keyed_from = keyed_from or seq
+            if key is None:
+                unverified = unverified or (seq, kid)
+            elif kid != want:
+                return broken(seq, f"entry {seq} is keyed with another key (id {kid}) than the {KEY_ENV} given "
+                                   f"(id {want}): a wrong key, or entries forged with a key of their own")
+        if (kid is None or key is not None) and \
+                entry_hash(prev_hash, seq, thread_id, review_id, event, actor, data, at, key if kid else None) != digest:
             return broken(seq, f"entry {seq} was edited: its content no longer matches its hash")
+        logged.add(thread_id)
         if event == "decided" and review_id is not None:
             decided[(thread_id, review_id)] = decision_of(json.loads(data))
         hashes[seq] = digest
@@ -253,15 +367,17 @@ def verify(
         return broken(last + 1, f"the log ends at entry {last} but its head says {head_row[0]}: entries at the end were "
                                 "deleted" if head_row[0] > last else
                                 f"the log ends at entry {last} but its head says {head_row[0]}: the head was rewritten")
-    if not rows and threads:
-        return broken(None, f"the log is empty but the ledger holds {threads} thread(s): its entries were deleted")
-    if key is not None and rows and not keyed:
-        return broken(None, f"no entry is keyed with this {KEY_ENV}: the log was rebuilt without the key, the key is "
-                            "wrong, or nothing was written since it was set")
     for expect in expect_heads:
-        if hashes.get(expect.seq) != expect.hash:
-            return broken(expect.seq, f"the head kept elsewhere ({expect.seq}:{expect.hash[:12]}...) is not in the log: "
-                                      "entries were deleted or the log was rebuilt")
+        kept = f"the head kept elsewhere ({expect.seq}:{expect.hash[:12]}...) is not in the log"
+        if expect.seq > last:
+            return broken(last + 1, f"{kept}: the log ends at entry {last}, entries at the end were deleted")
+        if (hashes.get(expect.seq) if expect.seq else GENESIS) != expect.hash:
+            return broken(expect.seq, f"{kept}: entry {expect.seq} has another hash, the log up to it was rebuilt")
+    if not rows and threads:
+        return broken(None, f"the log is empty but the ledger holds {len(threads)} thread(s): its entries were deleted")
+    for thread_id in threads:
+        if thread_id not in logged:
+            return broken(None, f"thread {thread_id!r} is in the ledger but has no entry in the log: its entries were deleted")
     for thread_id, review_id, status, decision in reviews:
         recorded = decided.get((thread_id, review_id))
         if recorded is None:
@@ -270,7 +386,14 @@ def verify(
         if decision is not None and json.loads(decision) != recorded:
             return broken(None, f"review {review_id!r} of thread {thread_id!r} holds a decision other than the one the "
                                 "log records: the ledger was edited")
-    return AuditReport(True, checked, prev, head_seq=last, keyed=keyed)
+    if unverified is not None:
+        return broken(unverified[0], f"entries {unverified[0]}..{last} are keyed (key id {unverified[1]}): set {KEY_ENV} "
+                                     "to the key they were written with to verify them")
+    if key is not None and rows and keyed_from is None:
+        return broken(None, f"no entry is keyed with this {KEY_ENV}: the log was rebuilt without the key, or nothing was "
+                            "written since it was set (verify without the key to check the plain chain)")
+    return AuditReport(True, checked, prev, head_seq=last, keyed=keyed_from is not None, keyed_from=keyed_from,
+                       kept_heads=len(expect_heads))
 
 
 def export(conn: sqlite3.Connection, lock: threading.Lock, out: TextIO, *, thread_id: str | None = None) -> int:

@@ -414,33 +414,41 @@ app.add_typer(audit_app, name="audit")
 def audit_verify(
     expect_head: Annotated[
         list[str] | None,
-        typer.Option("--expect-head", help="A head kept elsewhere (SEQ:HASH from `hitl audit head`) that must still be "
-                                           "in the log (repeatable)."),
+        typer.Option("--expect-head", metavar="SEQ:HASH",
+                     help="A head kept elsewhere (what `hitl audit head` printed, or its --json line) that must still be "
+                          "in the log (repeatable)."),
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Check the hash chain (keyed with $HITL_AUDIT_KEY if set), its head, the ledger's decisions
-    against it, and heads kept elsewhere; exit 1 naming the first problem."""
+    """Check the hash chain (keyed with $HITL_AUDIT_KEY if set), its head, the ledger's threads and
+    decisions against it, and heads kept elsewhere; exit 1 naming the first problem."""
     with _runner() as runner:
         report = runner.audit_verify(expect_head=expect_head or ())
     if as_json:
         _print_json({"ok": report.ok, "checked": report.checked, "head": report.head, "head_seq": report.head_seq,
-                     "keyed": report.keyed, "first_bad_seq": report.first_bad_seq, "problem": report.problem})
+                     "keyed": report.keyed, "keyed_from": report.keyed_from, "kept_heads": report.kept_heads,
+                     "first_bad_seq": report.first_bad_seq, "problem": report.problem})
     elif report.ok:
-        keyed = ", keyed" if report.keyed else ""
-        out.print(f"audit log intact: {report.checked} entries{keyed}, head {report.head_seq}:{report.head}")
+        keyed = ""
+        if report.keyed_from is not None:
+            keyed = f"; keyed with HITL_AUDIT_KEY from entry {report.keyed_from}"
+            if report.keyed_from > 1:
+                keyed += f"; entries 1..{report.keyed_from - 1} before it are hash-chained only"
+        kept = f"; {report.kept_heads} kept head{'s' if report.kept_heads != 1 else ''} found in the chain" if expect_head else ""
+        out.print(f"audit log intact: {report.checked} entries, head {report.head_seq}:{report.head}{keyed}{kept}")
     if not report.ok:
         _fail(f"audit log broken: {report.problem}")
 
 
 @audit_app.command("head")
 def audit_head(as_json: JsonFlag = False) -> None:
-    """Print the log's head (SEQ:HASH) to keep where the database's writers cannot write."""
+    """Print the log's head (SEQ:HASH) to keep where the database's writers cannot write; --json
+    prints one line (with the time) to append to a file, e.g. from cron."""
     with _runner() as runner:
         head = runner.audit_head()
-    if as_json:
-        _print_json({"seq": head.seq, "hash": head.hash, "head": str(head),
-                     "at": datetime.now(UTC).isoformat(timespec="seconds")})
+    if as_json:  # one line: `>> heads.jsonl` keeps JSON Lines, and a line is an --expect-head value
+        typer.echo(json.dumps({"seq": head.seq, "hash": head.hash, "head": str(head),
+                               "at": datetime.now(UTC).isoformat(timespec="seconds")}))
     else:
         typer.echo(str(head))
 

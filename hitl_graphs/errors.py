@@ -6,10 +6,12 @@ means nothing was written: the thread stays paused exactly as it was.
     HitlError
     ├── ConfigError                a workflow, database or option is set up wrongly
     │   ├── UnknownWorkflowError   no workflow is registered under that name
-    │   └── SchemaVersionError     the database was written by a newer hitl_graphs
+    │   ├── SchemaVersionError     the database was written by a newer hitl_graphs
+    │   └── AuditKeyError          the audit log is keyed, and HITL_AUDIT_KEY is unset or another key
     ├── StorageError               the database could not serve the request; nothing half-done was kept
     │   ├── DatabaseBusyError      another process held the write lock too long; retrying is safe
-    │   └── UnsafeCheckpointError  a checkpoint holds a type that may not be loaded; nothing ran
+    │   ├── UnsafeCheckpointError  a checkpoint holds a type that may not be loaded; nothing ran
+    │   └── AuditError             the audit log's head row is gone or wrong; nothing is written
     ├── ThreadError                the thread cannot take this request
     │   ├── UnknownThreadError     no such thread in the database
     │   ├── ThreadExistsError      `start` with a thread id that is already used
@@ -53,6 +55,11 @@ class SchemaVersionError(ConfigError):
     """The database was written by a newer hitl_graphs; upgrade the package to open it."""
 
 
+class AuditKeyError(ConfigError):
+    """The audit log is keyed (`HITL_AUDIT_KEY`) and this process has no key, or another one;
+    nothing was written (see `hitl_graphs.audit`)."""
+
+
 class StorageError(HitlError):
     """The database could not serve the request; what was not committed is not kept."""
 
@@ -69,6 +76,11 @@ class UnsafeCheckpointError(StorageError):
 
     Loading it would import and call code named by the database, so it is refused and nothing
     runs; register the type with the workflow if it is yours."""
+
+
+class AuditError(StorageError):
+    """The audit log's head row is missing or is not its last entry: someone edited the database.
+    Nothing is written until it is restored; `hitl audit verify` names what changed."""
 
 
 class ThreadError(HitlError):

@@ -127,13 +127,15 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows):
         on_review: Callable[[ReviewRequest], None] | None = None,
         reuse_threads: bool = True,
         max_attempts: int = 3,
+        audit_key: str | None = None,
     ) -> Runner:
         """Open (or create) the database at `path` and return a runner that closes it on exit.
 
-        `path` defaults to `$HITL_DB`, else `checkpoints/hitl.sqlite`.
+        `path` defaults to `$HITL_DB`, else `checkpoints/hitl.sqlite`; `audit_key` to
+        `$HITL_AUDIT_KEY` (see `SqliteStore`).
         """
-        return cls(SqliteStore(path), workflows, lease=lease, durability=durability, on_review=on_review,
-                   owns_store=True, reuse_threads=reuse_threads, max_attempts=max_attempts)
+        return cls(SqliteStore(path, audit_key=audit_key), workflows, lease=lease, durability=durability,
+                   on_review=on_review, owns_store=True, reuse_threads=reuse_threads, max_attempts=max_attempts)
 
     def __enter__(self) -> Runner:
         return self
@@ -273,8 +275,18 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows):
 
     def audit_verify(self, *, expect_head: Sequence[AuditHead | str] = ()) -> AuditReport:
         """Check the audit log: its hash chain (keyed with the store's `audit_key`, if any), its
-        head, the ledger's decisions against it, and heads kept elsewhere (`expect_head`, each an
-        `AuditHead` or the `SEQ:HASH` text `audit_head()` gave). Names the first problem.
+        head, the ledger's threads and decisions against it, and heads kept elsewhere
+        (`expect_head`, each an `AuditHead` or the `SEQ:HASH` text `audit_head()` gave). Names
+        the first problem; `hitl_graphs.audit` says what it cannot see.
+
+        Example:
+            >>> from hitl_graphs.examples import email_workflow
+            >>> with Runner.open(":memory:", workflows=[email_workflow()]) as runner:
+            ...     _ = runner.start("email", {"to": "ana@example.com", "topic": "lunch"})
+            ...     kept = runner.audit_head()       # store it where this database's writers cannot
+            ...     report = runner.audit_verify(expect_head=[kept])
+            >>> report.ok, report.head_seq, report.kept_heads
+            (True, 2, 1)
 
         Raises:
             ConfigError: an `expect_head` text is not `SEQ:HASH`.
@@ -287,7 +299,11 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows):
 
     def audit_head(self) -> AuditHead:
         """The audit log's last entry (`str()` of it is `SEQ:HASH`): keep it where the database's
-        writers cannot write, and pass it to `audit_verify(expect_head=...)` later."""
+        writers cannot write, and pass it to `audit_verify(expect_head=...)` later.
+
+        Raises:
+            AuditError: the head row is missing or is not the last entry (the database was edited).
+        """
         return audit.head(self.store.conn, self.store.lock)
 
     def audit_export(self, out: TextIO, *, thread_id: str | None = None) -> int:
