@@ -74,7 +74,7 @@ from hitl_graphs.ledger import (
     Synced,
     ThreadRow,
 )
-from hitl_graphs.patches import state_fields, validate_patch, validate_payload_patch
+from hitl_graphs.patches import check_needs, state_fields, validate_patch, validate_payload_patch
 from hitl_graphs.pauses import Pause, pause_from_output, read_pause
 from hitl_graphs.registry import Workflow, get_workflow
 from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadView
@@ -639,6 +639,8 @@ class Runner:
             # the checkpoint moved since the ledger recorded the review (or we need its values):
             # read it, and make sure the review still waits there, showing the same payload
             values = yield from self._check_still_pending(wf, graph, row, review)
+        if isinstance(clean, Modify):  # what the node needs of the patch, before anything is recorded
+            check_needs(clean.patch, review.request, graph=graph, model=wf.patch_model, values=values)
         with self.store.marks.hold() as owner:
             yield _Call(self.ledger.claim, (thread_id, review.review_id, decision_to_json(clean)),
                         {"owner": owner, "lease_until": time.time() + self.lease,

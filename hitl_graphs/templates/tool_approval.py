@@ -13,7 +13,8 @@ what a review set needs:
 - Nothing runs before its decision: the task's first step is the gate (`request_review`).
 
 Decisions per call: `Approve` runs it; `Modify(patch={"args": {...}})` runs it with new arguments
-(the runner checks them against the tool's argument schema before anything is written, so a bad
+(the runner checks them against the tool's argument schema, and then with the tool's own argument
+model, validators included, before anything is written, so a bad
 value is refused and the call stays pending); `Reject(reason=...)` does not run it and gives the
 model the reason as the tool's result, so it can adapt.
 
@@ -46,12 +47,15 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
+from pydantic import BaseModel, ValidationError
 
 from hitl_graphs.decisions import Approve, Decision, Modify, Reject
-from hitl_graphs.errors import ConfigError, InvalidDecisionError
+from hitl_graphs.errors import ConfigError, InvalidDecisionError, PatchError
 from hitl_graphs.effects import approved_before, record_event, remember_approval, run_once
 from hitl_graphs.gate import request_review, to_json
+from hitl_graphs.patches import PATCH_CHECK
 from hitl_graphs.policies import AlwaysAskPolicy, AskOncePolicy, ConfirmationPolicy
+from hitl_graphs.reviews import ReviewRequest
 
 __all__ = ["ToolApprovalState", "agent_tool", "create_tool_approval_graph", "tool_args_schema"]
 
@@ -259,7 +263,15 @@ def create_tool_approval_graph(
 
     graph = StateGraph(ToolApprovalState)
     graph.add_node("agent", agent)
-    graph.add_node("tools", run_call)
+    def check_args(request: ReviewRequest, patch: Mapping[str, Any]) -> None:
+        # the JSON Schema a review carries cannot hold a tool's validators; the runner calls this
+        # (the node's PATCH_CHECK) before a modify is recorded, so the tool never refuses it later
+        payload = request.payload if isinstance(request.payload, dict) else {}
+        tool = by_name.get(str(payload.get("tool")))
+        if tool is not None and request.patch_schema == schemas[tool.name] and isinstance(patch.get("args"), dict):
+            _check_args(tool, patch["args"])  # else a nested agent's call: its own schema was checked
+
+    graph.add_node("tools", run_call, metadata={PATCH_CHECK: check_args})
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", route, ["tools", END])
     graph.add_conditional_edges("tools", after_tools, ["agent", END])
@@ -326,6 +338,26 @@ def _patch_schema(tool: BaseTool) -> dict[str, Any]:
     if defs:
         schema["$defs"] = defs  # pydantic's `$ref`s point at the root
     return schema
+
+
+def _check_args(tool: BaseTool, args: Mapping[str, Any]) -> None:
+    """Validate edited arguments as the tool will (its argument model, validators included).
+
+    Raises:
+        PatchError: naming the argument and the tool's reason.
+    """
+    model = tool.args_schema
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return  # a tool described by JSON Schema only: the review's schema was the whole check
+    if set(model.model_fields) - set(tool_args_schema(tool).get("properties", {})):
+        return  # arguments injected at call time are not the person's to give; the schema was checked
+    try:
+        model.model_validate(dict(args))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(["args", *(str(p) for p in err["loc"])])
+        message = str(err["msg"]).removeprefix("Value error, ")
+        raise PatchError(f"field {where!r}: {message} (the tool {tool.name!r} refuses it); change the arguments") from None
 
 
 def _tools_by_name(tools: Sequence[ToolLike]) -> dict[str, BaseTool]:
