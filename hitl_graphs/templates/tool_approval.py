@@ -49,10 +49,10 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, ValidationError
 
-from hitl_graphs.decisions import Approve, Decision, Modify, Reject
+from hitl_graphs.decisions import Approve, Decision, DecisionKind, Modify, Reject
 from hitl_graphs.errors import ConfigError, InvalidDecisionError, PatchError
 from hitl_graphs.effects import approved_before, record_event, remember_approval, run_once
-from hitl_graphs.gate import request_review, to_json
+from hitl_graphs.gate import check_default, decided_by_person, request_review, to_json
 from hitl_graphs.patches import PATCH_CHECK
 from hitl_graphs.policies import AlwaysAskPolicy, AskOncePolicy, ConfirmationPolicy
 from hitl_graphs.reviews import ReviewRequest
@@ -103,6 +103,8 @@ class _Task(TypedDict, total=False):
     refused: str | None
 
 
+_DECISIONS: tuple[DecisionKind, ...] = ("approve", "modify", "reject")
+
 ToolLike = BaseTool | Callable[..., Any]
 """A LangChain tool, or a plain typed function (made a tool with `langchain_core.tools.tool`)."""
 
@@ -138,10 +140,15 @@ def create_tool_approval_graph(
         timeout: Seconds (or a `timedelta`) after which each review this graph raises expires and
             `default` applies (`hitl sweep` / `Runner.sweep()` applies it; AgentScope's "proceed
             with the default after N seconds"). None: reviews wait for a person.
-        default: The decision at the deadline; a `Reject` unless given (fail closed: the tool does not run).
+        default: The decision at the deadline: `Reject` (the default, fail closed: the tool
+            does not run, and the model is told nobody decided in time) or `Approve`. A
+            `verify`-level call is rejected at its deadline whatever `default` says (only a person
+            can type its phrase), and an approval by the deadline is not "a person approved" for
+            `AskOncePolicy`: the next call is asked about again.
 
     Raises:
-        ConfigError: two tools share a name, `policies` names an unknown tool, or `max_turns` < 1.
+        ConfigError: two tools share a name, `policies` names an unknown tool, `max_turns` < 1, or
+            a `default` a tool call review cannot take.
 
     Example:
         >>> from hitl_graphs import NeverAskPolicy, ScriptedChatModel, tool_call
@@ -152,6 +159,7 @@ def create_tool_approval_graph(
         >>> graph = create_tool_approval_graph(model, [addition], policies={"addition": NeverAskPolicy()})
         >>> graph.compile().invoke({"messages": [("user", "5.5 + 3.2?")]})["messages"][-1].content
         '8.7'
+        >>> timed = create_tool_approval_graph(model, [addition], timeout=timedelta(minutes=10), default=Reject())
     """
     by_name = _tools_by_name(tools)
     policies = dict(policies or {})
@@ -159,6 +167,7 @@ def create_tool_approval_graph(
         raise ConfigError(f"policies name {unknown[0]!r}, which is not a tool here; tools: {', '.join(sorted(by_name))}")
     if max_turns < 1:
         raise ConfigError(f"max_turns must be at least 1, got {max_turns}")
+    check_default(default, _DECISIONS)
     schemas = {n: _patch_schema(t) for n, t in by_name.items()}
     bound = model.bind_tools(list(by_name.values()))
     prefix = f"{name}: " if name else ""
@@ -225,32 +234,37 @@ def create_tool_approval_graph(
             {"call_id": call["id"], "tool": call["name"], "args": call["args"], "level": level, "turn": t.get("turn"),
              "description": by_name[call["name"]].description, **({"agent": name} if name else {})},
             title=f"{prefix}Run {_show(call)}?" + (f" Type {t.get('phrase')!r} to confirm." if level == "verify" else ""),
-            allowed=("approve", "modify", "reject"),
+            allowed=_DECISIONS,
             editable=("args",),
             key=call["id"],
             patch_target="payload",
             patch_schema=schemas[call["name"]],
             verify_phrase=t.get("phrase") if level == "verify" else None,
             timeout=timeout,
-            default=default,
+            default=None if level == "verify" and isinstance(default, Approve) else default,
         )
         entry |= {"decision": decision.kind, "actor": decision.actor}
-        if by_workflow and isinstance(decision, Approve | Modify):
+        # "ask once" remembers what a person approved; a deadline's default is nobody's approval
+        person = decided_by_person(decision)
+        approved = [call["name"]] if person else []
+        if by_workflow and person and isinstance(decision, Approve | Modify):
             remember_approval(call["name"], decision.actor)
         match decision:
             case Approve():
                 message = _invoke(by_name[call["name"]], call, call["args"], config)
-                return {"messages": [message], "approved_tools": [call["name"]], "tool_log": [{**entry, "ran": True}]}
+                return {"messages": [message], "approved_tools": approved,
+                        "tool_log": [{**entry, "ran": True, **({} if person else {"note": "approved by its deadline's default"})}]}
             case Modify(patch=patch):
                 args = dict(patch["args"])
                 message = _invoke(by_name[call["name"]], call, args, config)
                 if isinstance(message.content, str):
                     message.content = f"[a person changed the arguments to {json.dumps(args, sort_keys=True)}] {message.content}"
                 was = "arguments were " + json.dumps(call["args"], sort_keys=True)
-                return {"messages": [message], "approved_tools": [call["name"]],
+                return {"messages": [message], "approved_tools": approved,
                         "tool_log": [{**entry, "args": args, "ran": True, "note": was}]}
             case Reject(reason=reason):
-                text = (f"Not run: a person rejected this call{': ' + reason if reason else ''}. "
+                who = "a person rejected this call" if person else "nobody decided on this call in time"
+                text = (f"Not run: {who}{': ' + reason if reason else ''}. "
                         "Do not ask for it again with the same arguments.")
                 return {"messages": [ToolMessage(text, tool_call_id=call["id"], name=call["name"], status="error")],
                         "rejected_calls": [{"tool": call["name"], "args": call["args"], "reason": reason}],
