@@ -101,6 +101,8 @@ class _Task(TypedDict, total=False):
     level: Literal["info", "confirm", "verify"] | None
     phrase: str | None
     refused: str | None
+    remembered: bool
+    """Runs unasked because a person approved the tool in an earlier thread of this workflow's actor."""
 
 
 _DECISIONS: tuple[DecisionKind, ...] = ("approve", "modify", "reject")
@@ -203,8 +205,13 @@ def create_tool_approval_graph(
                 task["refused"] = (f"Not run: a person already rejected this exact call{why}. "
                                    "Do not ask for it again; change the arguments or answer without it.")
             else:
+                # whether to ask is settled here, once per turn: a resume re-runs the `tools` task,
+                # and an answer given there must hold even if the memory changed meanwhile
                 policy = policies.get(call["name"], default_policy)
-                ask = policy.confirmation(call["name"], call["args"], approved_before=call["name"] in approved)
+                before = call["name"] in approved
+                if not before and isinstance(policy, AskOncePolicy) and policy.scope == "workflow":
+                    before = task["remembered"] = approved_before(call["name"])
+                ask = policy.confirmation(call["name"], call["args"], approved_before=before)
                 if ask is not None:
                     task["level"], task["phrase"] = ask.level, ask.phrase
             sends.append(Send("tools", task))
@@ -218,13 +225,13 @@ def create_tool_approval_graph(
         if refused := t.get("refused"):
             message = ToolMessage(refused, tool_call_id=call["id"], name=call["name"], status="error")
             return {"messages": [message], "tool_log": [{**entry, "note": refused}]}
+        if level is None and t.get("remembered"):
+            return {"messages": [_invoke(by_name[call["name"]], call, call["args"], config)], "approved_tools": [call["name"]],
+                    "tool_log": [{**entry, "ran": True, "note": "approved before in this workflow for this actor"}]}
         if level is None:
             return {"messages": [_invoke(by_name[call["name"]], call, call["args"], config)]}
         policy = policies.get(call["name"], default_policy)
         by_workflow = isinstance(policy, AskOncePolicy) and policy.scope == "workflow"
-        if by_workflow and approved_before(call["name"]):
-            return {"messages": [_invoke(by_name[call["name"]], call, call["args"], config)], "approved_tools": [call["name"]],
-                    "tool_log": [{**entry, "ran": True, "note": "approved before in this workflow for this actor"}]}
         if level == "info":
             record_event("tool_info", {k: entry[k] for k in ("call_id", "tool", "args")}, name=f"info:{call['id']}")
             return {"messages": [_invoke(by_name[call["name"]], call, call["args"], config)],
