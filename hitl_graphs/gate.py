@@ -6,7 +6,9 @@ exception that must reach the runtime). Put `request_review` first in a node of 
 before any side effect in yours.
 
 The interrupt value is a small dict marked with `GATE_MARK`, so the runner can tell our reviews
-from a user's own `interrupt(...)` calls (which it still lists and resumes, as kind `custom`).
+from a user's own `interrupt(...)` calls (which it still lists and resumes, as kind `custom`;
+such a call returns the decision as JSON, a `DecisionDict`, which `parse_decision` turns back
+into `Approve`, `Modify`, ...).
 """
 
 from __future__ import annotations
