@@ -9,6 +9,7 @@ the thread stays exactly as it was, still waiting for the same review.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any, TypedDict
@@ -33,7 +34,7 @@ from hitl_graphs import (
     tool_call,
 )
 from hitl_graphs.examples import approval_workflow
-from tests.conftest import fingerprint
+from tests.conftest import fingerprint, hitl
 from tests.workflows import effect, effects
 
 # -- a seed-style graph: loose state types, a static breakpoint, the needs declared on the Workflow
@@ -228,3 +229,15 @@ def test_tool_arguments_the_tool_would_refuse_are_refused_before_the_decision(db
         done = runner.resume(view.thread_id, good, review_id="call_transfer")
     assert done.status == "done"
     assert effects() == ["transfer:11111:10"]
+
+
+def test_the_cli_refuses_such_a_patch_in_one_line(db: str, effects_file: Path) -> None:
+    started = hitl(db, "run", "approval", "--json")
+    thread_id = json.loads(started.stdout)["thread_id"]
+    before = fingerprint(db, thread_id)
+    refused = hitl(db, "modify", thread_id, "--patch", json.dumps({"proposed_action": {"action": "stop", "target": " "}}))
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [
+        "error: field 'proposed_action.target' String should have at least 1 character, as the workflow's patch model "
+        "ApprovalPatch requires; change the patch"]
+    assert fingerprint(db, thread_id) == before
