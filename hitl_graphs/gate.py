@@ -6,7 +6,9 @@ exception that must reach the runtime). Put `request_review` first in a node of 
 before any side effect in yours.
 
 The interrupt value is a small dict marked with `GATE_MARK`, so the runner can tell our reviews
-from a user's own `interrupt(...)` calls (which it still lists and resumes, as kind `custom`).
+from a user's own `interrupt(...)` calls (which it still lists and resumes, as kind `custom`;
+such a call returns the decision as JSON, a `DecisionDict`, which `parse_decision` turns back
+into `Approve`, `Modify`, ...).
 """
 
 from __future__ import annotations
@@ -30,10 +32,14 @@ from hitl_graphs.decisions import (
     decision_to_json,
     parse_decision,
 )
-from hitl_graphs.errors import InvalidDecisionError
+from hitl_graphs.errors import ConfigError, InvalidDecisionError
 from hitl_graphs.reviews import PatchTarget, Position
 
 GATE_MARK = "__hitl_review__"
+
+DEFAULT_ACTOR_PREFIX = "hitl:"
+"""The actor of a decision nobody made: a review's default, applied by the sweep (`hitl:deadline`)
+or by a wait that timed out (`hitl:timeout`)."""
 
 
 def to_json(value: Any) -> Any:
@@ -80,7 +86,12 @@ def request_review(
         separation_of_duties: The actor who started the thread may not decide.
         timeout: Seconds (or a `timedelta`) after the pause when the review expires and `default` applies (run
             `hitl sweep` periodically, or `Runner.sweep()`).
-        default: The decision at the deadline; a `Reject` unless given (fail closed).
+        default: The decision at the deadline; a `Reject` unless given (fail closed). It must be a
+            kind in `allowed`, not a `Modify`, and not an `Approve` of a `verify`-level review
+            (see `check_default`).
+
+    Raises:
+        ConfigError: `default` is one the review could not take (before anything pauses).
 
     Example:
         >>> def send_node(state):
@@ -89,6 +100,7 @@ def request_review(
         ...         return {"sent": False}
         ...     return {"sent": True}
     """
+    check_default(default, allowed, verify=verify_phrase is not None)
     spec = {
         GATE_MARK: 1,
         "node": _top_level_node(),
@@ -112,6 +124,50 @@ def request_review(
     if decision.kind not in allowed:
         raise InvalidDecisionError(f"this review does not allow {decision.kind!r}; allowed: {', '.join(allowed)}")
     return decision
+
+
+def check_default(default: Decision | None, allowed: Sequence[DecisionKind], *, verify: bool = False) -> None:
+    """Refuse a default decision a review could not take, before anything pauses.
+
+    The sweep records a default with no person and no further check, so each of these would go
+    wrong only at the deadline: a kind the review does not allow is recorded, then refused by the
+    node (the thread fails with the decision spent); a `Modify` writes an edit nobody reviewed; an
+    `Approve` of a `verify`-level review skips the phrase a person must type.
+
+    Raises:
+        ConfigError: naming the problem and what to give instead.
+
+    Example:
+        >>> check_default(Approve(), ("approve", "reject"))
+        >>> check_default(Reject(), ("approve", "reject"), verify=True)
+        >>> check_default(Approve(), ("approve", "reject"), verify=True)
+        Traceback (most recent call last):
+        ...
+        hitl_graphs.errors.ConfigError: a verify-level review cannot default to 'approve': only a person can type its phrase; give Reject (or no default)
+    """
+    if default is None:
+        return
+    if isinstance(default, Modify):
+        raise ConfigError("default=Modify cannot apply: an edit is a person's, and a default is applied unseen; "
+                          "give Approve or Reject")
+    if default.kind not in allowed:
+        raise ConfigError(f"default={default.kind!r} cannot apply: the review allows only {', '.join(allowed)}; "
+                          "give one of them")
+    if verify and isinstance(default, Approve):
+        raise ConfigError("a verify-level review cannot default to 'approve': only a person can type its phrase; "
+                          "give Reject (or no default)")
+
+
+def decided_by_person(decision: Decision) -> bool:
+    """Whether a person made `decision`, not a review's default at its deadline or timeout (whose
+    actor starts with `DEFAULT_ACTOR_PREFIX`). What a template remembers as "a person approved"
+    must not count a deadline's approval.
+
+    Example:
+        >>> decided_by_person(Approve(actor="ana")), decided_by_person(Approve(actor="hitl:deadline"))
+        (True, False)
+    """
+    return not (decision.actor or "").startswith(DEFAULT_ACTOR_PREFIX)
 
 
 def review_node(

@@ -3,6 +3,17 @@
 A patch may only name fields the review lets the person edit, and each value must have the type
 the graph's state schema declares. LangGraph's `update_state` checks neither: a wrong type is
 saved and can break the next node, or leave the thread unreadable.
+
+A value of the right type can still be one the node cannot use (`{}` where a node reads
+`action` and `target`; an account id the tool's own validator refuses). Recorded, such a decision
+is spent, and the node fails after it. So what the node needs is checked too, in the deciding
+process, before the decision is recorded (`check_needs`), from two declarations:
+
+- `Workflow(patch_model=Model)`: a pydantic model of the state a workflow's nodes need after a
+  person's edit. The state with the patch applied must validate against it; static breakpoints
+  and plain `interrupt()` calls, whose state types are often loose, are what it is for.
+- A node's metadata under `PATCH_CHECK`: a `PatchCheck` for the reviews that node raises (the
+  tool-approval template checks edited arguments with each tool's own model this way).
 """
 
 from __future__ import annotations
@@ -12,12 +23,25 @@ import types
 import typing
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 import typing_extensions
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from hitl_graphs.errors import PatchError
+from hitl_graphs.reviews import ReviewRequest
+
+PATCH_CHECK = "hitl_patch_check"
+"""The node metadata key of a `PatchCheck`: `graph.add_node(name, fn, metadata={PATCH_CHECK: check})`."""
+
+
+class PatchCheck(Protocol):
+    """What a node needs of a `Modify` patch to a review it raised, beyond the review's `editable`
+    fields and schema. Called in the deciding process before the decision is recorded, with the
+    patch already checked for fields and types; raise `PatchError` to refuse it (nothing is written).
+    """
+
+    def __call__(self, request: ReviewRequest, patch: Mapping[str, Any], /) -> None: ...
 
 
 def state_fields(state_schema: type) -> dict[str, Any]:
@@ -92,6 +116,57 @@ def validate_payload_patch(patch: Mapping[str, Any], request: Any) -> dict[str, 
         expected = _schema_type(err)
         raise PatchError(f"field {where!r} {f'expects {expected}: ' if expected else ''}{err.message}")
     return dict(patch)
+
+
+def check_needs(
+    patch: Mapping[str, Any], request: ReviewRequest, *, graph: Any, model: type[BaseModel] | None, values: Any
+) -> None:
+    """Refuse a patch the node cannot use: see the module docs. `values` is the thread's state
+    (needed when `model` is given and the patch edits the state); `graph` the compiled graph.
+
+    Raises:
+        PatchError: naming the field and what it must be.
+    """
+    if model is not None and request.patch_target == "state":
+        validate_against_model(model, patch, values)
+    builder = getattr(graph, "builder", None)
+    spec = getattr(builder, "nodes", {}).get(request.node)
+    check: PatchCheck | None = (getattr(spec, "metadata", None) or {}).get(PATCH_CHECK)
+    if check is not None:
+        check(request, patch)
+
+
+def validate_against_model(model: type[BaseModel], patch: Mapping[str, Any], values: Any) -> None:
+    """Check that the state a patch leaves validates against `model`.
+
+    The model's fields are state keys; the patch gives the values it names and the current state
+    the others, so a model can require a key the patch does not touch, or relate two fields.
+
+    Raises:
+        PatchError: naming the first field (or the rule) the patched state breaks.
+
+    Example:
+        >>> from pydantic import BaseModel, Field
+        >>> class Needs(BaseModel):
+        ...     amount: int = Field(gt=0)
+        >>> validate_against_model(Needs, {"amount": 5}, {"amount": 1})
+        >>> validate_against_model(Needs, {"amount": 0}, {"amount": 1})
+        Traceback (most recent call last):
+        ...
+        hitl_graphs.errors.PatchError: field 'amount' Input should be greater than 0, as the workflow's patch model Needs requires; change the patch
+    """
+    current = values if isinstance(values, Mapping) else {}
+    names = model.model_fields
+    patched = {name: current[name] for name in names if name in current}
+    patched.update({name: value for name, value in patch.items() if name in names})
+    try:
+        model.model_validate(patched)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        message = str(err["msg"]).removeprefix("Value error, ")
+        what = f"field {where!r} {message}" if where else message
+        raise PatchError(f"{what}, as the workflow's patch model {model.__name__} requires; change the patch") from None
 
 
 def _schema_type(err: Any) -> str | None:

@@ -34,9 +34,10 @@ from typing import Any, Literal, Protocol, TypeAlias
 from hitl_graphs.errors import ConfigError
 
 ConfirmationLevel: TypeAlias = Literal["info", "confirm", "verify"]
+"""How firmly a call is confirmed: `info` (no pause), `confirm` (approve/reject), `verify` (type a phrase)."""
+
 AskOnceScope: TypeAlias = Literal["thread", "workflow"]
 """Where `AskOncePolicy` remembers an approval: the thread, or the workflow for the thread's actor."""
-"""How firmly a call is confirmed: `info` (no pause), `confirm` (approve/reject), `verify` (type a phrase)."""
 
 LEVELS: tuple[ConfirmationLevel, ...] = ("info", "confirm", "verify")
 

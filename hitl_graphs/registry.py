@@ -30,6 +30,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Durability
+from pydantic import BaseModel
 
 from hitl_graphs.errors import ConfigError, UnknownWorkflowError
 from hitl_graphs.reviews import Outcome
@@ -66,6 +67,12 @@ class Workflow:
             `run_once` declare `"exit"`.
         serde_types: Classes the graph's state may hold that its state schema does not name
             (checkpoints load only the types they are allowed to; see `hitl_graphs.serde`).
+        patch_model: A pydantic model of what the nodes need of the state after a person's
+            `Modify`: its fields are state keys, and the state with the patch applied must
+            validate against it (constraints, nested models, rules across fields), or the patch
+            is refused before the decision is recorded. For graphs whose state types are looser
+            than their nodes (`proposed_action: dict` read as `action` and `target`), at static
+            breakpoints and plain `interrupt()` calls above all (see `hitl_graphs.patches`).
 
     Example:
         >>> from hitl_graphs.examples.basics import approval_graph
@@ -86,6 +93,14 @@ class Workflow:
     outcome: Callable[[Mapping[str, Any]], Outcome | None] | None = None
     durability: Durability | None = None
     serde_types: Sequence[type] = ()
+    patch_model: type[BaseModel] | None = None
+
+    def __post_init__(self) -> None:
+        if self.patch_model is not None and not (isinstance(self.patch_model, type) and issubclass(self.patch_model, BaseModel)):
+            raise ConfigError(
+                f"workflow {self.name!r}: patch_model must be a pydantic model class (a BaseModel subclass), "
+                f"got {self.patch_model!r}"
+            )
 
     def compile(self, checkpointer: BaseCheckpointSaver[Any]) -> CompiledStateGraph[Any, Any, Any, Any]:
         """The graph bound to `checkpointer`, keeping its breakpoints."""

@@ -77,3 +77,16 @@ def test_the_memory_is_in_the_database_for_every_process(db: str, effects_file: 
 def test_an_unknown_scope_is_refused() -> None:
     with pytest.raises(ConfigError, match="scope must be 'thread' or 'workflow'"):
         AskOncePolicy(scope="forever")  # type: ignore[arg-type]
+
+
+def test_a_decision_on_a_waiting_call_holds_after_another_thread_remembered_the_tool(db: str, effects_file: Path) -> None:
+    """Ana's two threads wait on the same tool; she approves in one, rejects in the other: the
+    reject holds (the memory decides whether to ask, never overrides an answer once asked)."""
+    with Runner.open(db, workflows=[_workflow("workflow")]) as runner:
+        first = runner.start("phone", ASK, actor="ana")
+        second = runner.start("phone", ASK, actor="ana")
+        runner.resume(first.thread_id, Approve(actor="ana"))
+        done = runner.resume(second.thread_id, Reject(actor="ana", reason="not for this customer"))
+    (entry,) = done.state["tool_log"]
+    assert (entry["decision"], entry["ran"]) == ("reject", False)
+    assert "not for this customer" in [m for m in done.state["messages"] if m["type"] == "tool"][0]["content"]

@@ -12,7 +12,11 @@ import pytest
 from hitl_graphs import (
     AlwaysAskPolicy,
     Approve,
+    AskOncePolicy,
+    ConfigError,
+    Escalate,
     Modify,
+    NeverAskPolicy,
     Phase,
     Reject,
     Respond,
@@ -117,3 +121,125 @@ def test_a_cli_sweep_applies_a_template_default(db: str, effects_file: Path, tmp
     swept = hitl(db, "sweep", "--json", **env)
     assert swept.returncode == 0, swept.stderr
     assert '"status": "done"' in swept.stdout and '"outcome": "completed"' in swept.stdout
+
+
+# -- a default the review could not take is refused when the graph is built -------------------------
+
+UNUSABLE = [
+    ("plan-review", lambda d: _plan(timeout=1, default=d), Respond(text="go on"), "'respond'"),
+    ("tool-approval", lambda d: _tools(timeout=1, default=d), Escalate(), "'escalate'"),
+    ("multi-step", lambda d: _phases(timeout=1, default=d), Respond(text="go on"), "'respond'"),
+    ("escalation", lambda d: _ladder(timeout=1, default=d), Respond(text="go on"), "'respond'"),
+    ("conversation", lambda d: create_conversation_graph(demo_reply, timeout=1, default=d), Escalate(), "'escalate'"),
+]
+
+
+@pytest.mark.parametrize(("build", "default", "kind"), [u[1:] for u in UNUSABLE], ids=[u[0] for u in UNUSABLE])
+def test_a_default_the_review_cannot_take_is_refused_when_the_graph_is_built(build: Any, default: Any, kind: str) -> None:
+    with pytest.raises(ConfigError, match=f"default={kind} cannot apply: the review allows only .*; give one of them"):
+        build(default)
+
+
+@pytest.mark.parametrize("build", [u[1] for u in UNUSABLE], ids=[u[0] for u in UNUSABLE])
+def test_a_default_cannot_be_an_edit_nobody_reviewed(build: Any) -> None:
+    with pytest.raises(ConfigError, match="default=Modify cannot apply: an edit is a person's"):
+        build(Modify(patch={"output": "x"}))
+
+
+def test_a_gate_refuses_a_default_it_could_not_take_before_it_pauses(db: str, effects_file: Path) -> None:
+    """Without this, the sweep records the default and the node then refuses it: the thread fails."""
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    from hitl_graphs import request_review
+
+    class S(TypedDict, total=False):
+        done: bool
+
+    def gate(state: S) -> S:
+        request_review("gate", {}, title="Go?", allowed=("approve", "reject"), timeout=0.1, default=Respond(text="x"))
+        return {"done": True}
+
+    g = StateGraph(S)
+    g.add_node("gate", gate)
+    g.add_edge(START, "gate")
+    g.add_edge("gate", END)
+    with Runner.open(db, workflows=[Workflow("g", g)]) as runner, \
+            pytest.raises(ConfigError, match="default='respond' cannot apply: the review allows only approve, reject"):
+        runner.start("g", {})
+
+
+# -- a verify-level call never runs by default --------------------------------------------------------
+
+
+def test_a_verify_level_call_defaults_to_a_reject_whatever_the_default(db: str, effects_file: Path) -> None:
+    graph = lambda: create_tool_approval_graph(  # noqa: E731
+        ScriptedChatModel(responder=_intro_model), [get_bank_balance, addition, get_phone_number],
+        policies={"get_bank_balance": AlwaysAskPolicy(level="verify", phrase="BALANCE {account_id}")},
+        default_policy=NeverAskPolicy(), timeout=TIMEOUT, default=Approve())
+    with Runner.open(db, workflows=[Workflow("verify", graph)]) as runner:
+        view = runner.start("verify", {"messages": [{"role": "user", "content": "balance?"}]})
+        (review,) = view.reviews
+        assert review.verify_phrase == "BALANCE 56789"
+        assert review.default_decision is not None and review.default_decision["kind"] == "reject"
+        time.sleep(TIMEOUT + 0.1)
+        (swept,) = runner.sweep()
+    log = {e["call_id"]: e for e in swept.state["tool_log"]}
+    assert (log["call_balance"]["decision"], log["call_balance"]["ran"]) == ("reject", False)
+
+
+def test_a_gate_refuses_an_approve_default_for_a_verify_level_review() -> None:
+    from hitl_graphs.gate import check_default
+
+    with pytest.raises(ConfigError, match="a verify-level review cannot default to 'approve'"):
+        check_default(Approve(), ("approve", "reject"), verify=True)
+
+
+# -- escalation: nobody answered, so up one level; at the top, a reject --------------------------------
+
+
+def test_an_escalate_default_climbs_and_the_top_level_rejects(db: str, effects_file: Path) -> None:
+    wf = Workflow("ladder", lambda: _ladder(timeout=TIMEOUT, default=Escalate(reason="nobody answered")))
+    with Runner.open(db, workflows=[wf]) as runner:
+        view = runner.start("ladder", {"task": "refund #1"})
+        (human,) = view.reviews
+        assert (human.payload["level"], human.default_decision) == ("human", {"kind": "escalate", "reason": "nobody answered"})
+        time.sleep(TIMEOUT + 0.1)
+        (view,) = runner.sweep()
+        (manager,) = view.reviews
+        assert manager.payload["level"] == "manager" and manager.default_decision is not None
+        assert manager.default_decision["kind"] == "reject"  # nothing above the manager
+        time.sleep(TIMEOUT + 0.1)
+        (done,) = runner.sweep()
+    assert (done.status, done.outcome, done.state["resolution"]["status"]) == ("done", "rejected", "rejected")
+    assert [e["to"] for e in done.state["escalations"]] == ["senior_agent", "human", "manager"]
+
+
+# -- ask once: a deadline is not a person ---------------------------------------------------------------
+
+
+def _phone(scope: str) -> Workflow:
+    return Workflow(f"phone-{scope}", lambda: create_tool_approval_graph(
+        ScriptedChatModel(responder=_intro_model), [get_bank_balance, addition, get_phone_number],
+        policies={"get_phone_number": AskOncePolicy(scope=scope)},  # type: ignore[arg-type]
+        default_policy=NeverAskPolicy(), timeout=TIMEOUT, default=Approve()))
+
+
+def test_an_approval_by_the_deadline_is_not_remembered_for_the_thread(db: str, effects_file: Path) -> None:
+    with Runner.open(db, workflows=[_phone("thread")]) as runner:
+        view = runner.start("phone-thread", {"messages": [{"role": "user", "content": "Alice, twice"}]})
+        assert [r.key for r in view.reviews] == ["call_phone_1"]
+        time.sleep(TIMEOUT + 0.1)
+        (view,) = runner.sweep()
+    assert [r.key for r in view.reviews] == ["call_phone_2"]  # asked again: no person approved the first
+    assert view.state.get("approved_tools", []) == []
+
+
+def test_an_approval_by_the_deadline_is_not_remembered_for_the_workflow(db: str, effects_file: Path) -> None:
+    ask = {"messages": [{"role": "user", "content": "Alice"}]}
+    with Runner.open(db, workflows=[_phone("workflow")]) as runner:
+        first = runner.start("phone-workflow", ask, actor="ana")
+        time.sleep(TIMEOUT + 0.1)
+        runner.sweep()
+        assert [r.key for r in runner.start("phone-workflow", ask, actor="ana").reviews] == ["call_phone_1"]

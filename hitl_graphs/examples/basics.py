@@ -3,7 +3,8 @@
 - `email`: a node drafts a mail, a review node (`review_node`, an `interrupt()` gate) asks a
   person, then `send` runs, or nothing is sent on reject.
 - `approval`: the seed's graph, unchanged in shape: `propose` then `execute`, compiled with
-  `interrupt_before=["execute"]`. The runner tells `execute` the answer through `approved`.
+  `interrupt_before=["execute"]`. The runner tells `execute` the answer through `approved`, and
+  checks an edited `proposed_action` against what `execute` needs (`ApprovalPatch`) first.
 
 Both count their side effects in the state (`sent`, `executions`), which the tests check.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import Annotated, TypedDict
 
 from langgraph.graph import END, START, StateGraph
+from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from hitl_graphs.gate import review_node
 from hitl_graphs.registry import Workflow
@@ -102,6 +104,25 @@ def _execute(state: ApprovalState) -> ApprovalState:
     return {"result": f"did {action['action']} on {action['target']}", "executions": 1}
 
 
+_Word = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+class Action(BaseModel):
+    """An action `execute` can carry out: both keys, neither blank, nothing else."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: _Word
+    target: _Word
+
+
+class ApprovalPatch(BaseModel):
+    """What `execute` needs of the state after a person's edit (the workflow's `patch_model`):
+    the state's types let `{"action": "", "target": ""}` through; this does not."""
+
+    proposed_action: Action
+
+
 def approval_graph() -> StateGraph[ApprovalState]:
     """The seed's Step 1 graph: propose -> execute, to be compiled with a breakpoint."""
     g = StateGraph(ApprovalState)
@@ -123,4 +144,5 @@ def approval_workflow() -> Workflow:
         on_approve={"approved": True},
         on_reject={"approved": False},
         example_input={"task": "web-frontend"},
+        patch_model=ApprovalPatch,
     )

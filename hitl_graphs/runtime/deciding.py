@@ -34,6 +34,7 @@ from hitl_graphs.ledger import (
     ReviewRow,
     ThreadRow,
 )
+from hitl_graphs.patches import check_needs
 from hitl_graphs.registry import Workflow
 from hitl_graphs.reviews import Outcome, ThreadView
 from hitl_graphs.runtime.admission import (
@@ -99,6 +100,8 @@ class DecideFlows:
             # the checkpoint moved since the ledger recorded the review (or we need its values):
             # read it, and make sure the review still waits there, showing the same payload
             values = yield from self._check_still_pending(wf, graph, row, review)
+        if isinstance(clean, Modify):  # what the node needs of the patch, before anything is recorded
+            check_needs(clean.patch, review.request, graph=graph, model=wf.patch_model, values=values)
         with self.store.marks.hold() as owner:
             yield from call(self.ledger.claim, thread_id, review.review_id, decision_to_json(clean), owner=owner,
                             lease_until=time.time() + self.lease, record=replaced_values(clean, review.request, values))

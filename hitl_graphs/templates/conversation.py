@@ -49,9 +49,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 
-from hitl_graphs.decisions import Approve, Decision, Modify, Reject, Respond
+from hitl_graphs.decisions import Approve, Decision, DecisionKind, Modify, Reject, Respond
 from hitl_graphs.errors import ConfigError, InvalidDecisionError
-from hitl_graphs.gate import request_review
+from hitl_graphs.gate import check_default, request_review
 from hitl_graphs.templates._steps import ask, check_step, short
 
 
@@ -89,6 +89,8 @@ class Agent(Protocol):
     def __call__(self, messages: Sequence[Turn], /) -> str: ...
 
 
+_DECISIONS: tuple[DecisionKind, ...] = ("respond", "modify", "approve", "reject")
+
 NO_REPLY = "(no reply in time; carry on with what you think best)"
 """What a timed-out turn tells the agent by default."""
 
@@ -111,17 +113,25 @@ def create_conversation_graph(
         system_prompt: A system message put before the conversation for a chat model.
         timeout: Seconds (or a `timedelta`) a person has for each turn; then `default` applies
             (`hitl sweep` / `Runner.sweep()`) and the conversation goes on with it. None: wait.
+            Each turn that times out is one more agent answer, so a thread nobody attends calls
+            the agent once per `timeout` until someone replies or ends it (`default=Approve()`
+            ends the conversation at the first deadline instead).
         default: The decision when a turn times out; by default a `Respond` that tells the agent
-            nobody replied, so the conversation continues (an `Approve` ends it instead).
+            nobody replied, so the conversation continues (your own `Respond(text=...)` says
+            something else; `Approve` or `Reject` ends it instead).
 
     Raises:
-        ConfigError: `agent` is neither a chat model nor a sync callable.
+        ConfigError: `agent` is neither a chat model nor a sync callable, or `default` is a
+            decision a turn cannot take.
 
     Example:
-        >>> sorted(create_conversation_graph(lambda messages: "hi").nodes)
+        >>> graph = create_conversation_graph(lambda messages: "hi", timeout=timedelta(minutes=5),
+        ...                                   default=Respond(text="No reply: go on as you see fit."))
+        >>> sorted(graph.nodes)
         ['agent', 'human']
     """
     check_step(agent, "agent")
+    check_default(default, _DECISIONS)
     answer_from = _model_agent(agent, system_prompt) if isinstance(agent, BaseChatModel) else agent
 
     def agent_node(state: ConversationState) -> ConversationState:
@@ -145,7 +155,7 @@ def create_conversation_graph(
             "reply",
             {"answer": last["content"], "turn": turn, "messages": messages},
             title=f"Turn {turn}: {short(last['content'])} (respond to reply, approve to end)",
-            allowed=("respond", "modify", "approve", "reject"),
+            allowed=_DECISIONS,
             editable=("answer",),
             timeout=timeout,
             default=turn_default,

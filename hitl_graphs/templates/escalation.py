@@ -40,7 +40,7 @@ from langgraph.types import Command
 from hitl_graphs.decisions import Approve, Decision, DecisionKind, Escalate, Modify, Reject
 from hitl_graphs.errors import ConfigError, InvalidDecisionError
 from hitl_graphs.effects import record_event
-from hitl_graphs.gate import request_review, to_json
+from hitl_graphs.gate import check_default, request_review, to_json
 
 __all__ = [
     "AgentLevel",
@@ -341,15 +341,17 @@ def create_escalation_graph(
         timeout: Seconds (or a `timedelta`) after which each review this graph raises expires and
             `default` applies (`hitl sweep` / `Runner.sweep()` applies it; AgentScope's "proceed
             with the default after N seconds"). None: reviews wait for a person.
-        default: The decision at the deadline; a `Reject` unless given.
+        default: The decision at the deadline: `Reject` (the default: the case is closed
+            unresolved), `Approve` (the last attempt's output stands) or `Escalate` (up one level,
+            nobody answered; at the top level, where nothing is above, it is a `Reject`).
 
     Raises:
-        ConfigError: no levels, or two with the same name.
+        ConfigError: no levels, two with the same name, or a `default` a level cannot take.
 
     Example:
         >>> levels = [AgentLevel("bot", lambda case: {"output": "reset link sent", "confidence": 0.95}),
         ...           HumanLevel("support", role="support")]
-        >>> graph = create_escalation_graph(levels).compile()
+        >>> graph = create_escalation_graph(levels, timeout=timedelta(hours=8), default=Escalate()).compile()
         >>> graph.invoke({"task": "I forgot my password"})["resolution"]["status"]
         'resolved'
     """
@@ -359,6 +361,7 @@ def create_escalation_graph(
     if dupes := sorted({n for n in names if names.count(n) > 1}):
         raise ConfigError(f"escalation level names must be unique; {dupes[0]!r} appears twice")
     patch_schema = {"type": "object", "properties": {"output": output_schema}, "required": ["output"]} if output_schema else None
+    check_default(default, ("approve", "reject", "escalate"))
 
     graph = StateGraph(EscalationState)
     for i, level in enumerate(levels):
@@ -404,6 +407,8 @@ def _human_node(
     timeout: float | timedelta | None, default: Decision | None,
 ) -> Callable[[EscalationState], Command[Any]]:
     allowed: tuple[DecisionKind, ...] = ("approve", "modify", "reject", *(("escalate",) if above else ()))
+    if isinstance(default, Escalate) and above is None:  # nobody above to hand it to: fail closed
+        default = Reject(reason=f"no decision in time, and no level above {level.name!r}", comment=default.comment)
 
     def node(state: EscalationState) -> Command[Any]:
         attempts = state.get("attempts", [])

@@ -56,12 +56,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 
-from hitl_graphs.decisions import Approve, Decision, Modify, Reject
+from hitl_graphs.decisions import Approve, Decision, DecisionKind, Modify, Reject
 from hitl_graphs.errors import ConfigError, InvalidDecisionError
-from hitl_graphs.gate import request_review
+from hitl_graphs.gate import check_default, request_review
 from hitl_graphs.templates._steps import Stopped, ask, check_step, short
 
 GateDecision = Literal["pending", "approve", "modify", "reject", "skipped"]
+_DECISIONS: tuple[DecisionKind, ...] = ("approve", "modify", "reject")
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,14 +223,16 @@ def create_multi_step_graph(
         timeout: Seconds (or a `timedelta`) after which each review this graph raises expires and
             `default` applies (`hitl sweep` / `Runner.sweep()` applies it; AgentScope's "proceed
             with the default after N seconds"). None: reviews wait for a person.
-        default: The decision at the deadline; a `Reject` unless given (the phase is redone).
+        default: The decision at the deadline: `Reject` (the default: the phase is redone, and
+            the last attempt's reject ends the thread) or `Approve` (the next phase runs).
 
     Raises:
         ConfigError: no phases, a repeated name, a step that is neither a chat model nor a sync
-            callable, or `max_attempts < 1`.
+            callable, `max_attempts < 1`, or a `default` a gate cannot take.
 
     Example:
-        >>> graph = create_multi_step_graph([Phase("a", lambda p: "x"), Phase("b", lambda p: "y")])
+        >>> graph = create_multi_step_graph([Phase("a", lambda p: "x"), Phase("b", lambda p: "y")],
+        ...                                 timeout=timedelta(minutes=30), default=Approve())
         >>> sorted(graph.nodes)
         ['a', 'b', 'review_a', 'review_b']
     """
@@ -237,6 +240,7 @@ def create_multi_step_graph(
         raise ConfigError("create_multi_step_graph needs at least one phase")
     if max_attempts < 1:
         raise ConfigError(f"max_attempts must be at least 1, got {max_attempts}")
+    check_default(default, _DECISIONS)
     names = [p.name for p in phases]
     nodes = names + [_gate(n) for n in names]
     if duplicate := next((n for n in nodes if nodes.count(n) > 1), None):
@@ -296,7 +300,7 @@ def _gate_node(
              "number": index + 1, "of": count, "attempt": attempt, "max_attempts": max_attempts,
              "output": record["output"], "earlier": outputs},
             title=f"Phase {index + 1}/{count} {phase.name} (attempt {attempt}/{max_attempts}): {short(record['output'])}",
-            allowed=("approve", "modify", "reject"),
+            allowed=_DECISIONS,
             editable=("output",),
             position="after",
             key=f"{phase.name}#{attempt}",

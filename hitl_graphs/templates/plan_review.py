@@ -48,11 +48,11 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-from hitl_graphs.decisions import Approve, Decision, Modify, Reject
+from hitl_graphs.decisions import Approve, Decision, DecisionKind, Modify, Reject
 from hitl_graphs.errors import ConfigError, InvalidDecisionError
 from hitl_graphs.reviews import Outcome
 from hitl_graphs.effects import record_event, run_once
-from hitl_graphs.gate import request_review, to_json
+from hitl_graphs.gate import check_default, request_review, to_json
 from hitl_graphs.templates._steps import (
     Stopped,
     ask,
@@ -172,6 +172,8 @@ class PlanProposal(BaseModel):
 
 ReviewHook = Callable[[PlanProposal], None]
 
+_DECISIONS: tuple[DecisionKind, ...] = ("approve", "modify", "reject")
+
 PLANNER_PROMPT = (
     "You plan how to carry out a task. Reply with the plan only: numbered lines, one step per line "
     "(1. ..., 2. ...). A person reviews the plan before any step runs."
@@ -205,14 +207,16 @@ def create_plan_review_graph(
         timeout: Seconds (or a `timedelta`) after which each review this graph raises expires and
             `default` applies (`hitl sweep` / `Runner.sweep()` applies it; AgentScope's "proceed
             with the default after N seconds"). None: reviews wait for a person.
-        default: The decision at the deadline; a `Reject` unless given (fail closed: nothing runs).
+        default: The decision at the deadline: `Reject` (the default: nothing runs, fail closed)
+            or `Approve` (the plan runs as proposed).
 
     Raises:
-        ConfigError: a step is neither a chat model nor a sync callable, or `planning_interval < 1`.
+        ConfigError: a step is neither a chat model nor a sync callable, `planning_interval < 1`,
+            or a `default` a plan review cannot take.
 
     Example:
         >>> graph = create_plan_review_graph(lambda ctx: ["a", "b"], lambda step, ctx: step.upper(),
-        ...                                  planning_interval=1)
+        ...                                  planning_interval=1, timeout=timedelta(hours=4), default=Approve())
         >>> sorted(graph.nodes)
         ['execute', 'plan', 'review_plan']
     """
@@ -220,6 +224,7 @@ def create_plan_review_graph(
     check_step(executor, "executor")
     if planning_interval is not None and planning_interval < 1:
         raise ConfigError(f"planning_interval must be at least 1 (or None to plan once), got {planning_interval}")
+    check_default(default, _DECISIONS)
     write_plan = _model_planner(planner) if is_chat_model(planner) else planner
     run_step = _model_executor(executor) if is_chat_model(executor) else executor
 
@@ -246,7 +251,7 @@ def create_plan_review_graph(
              "numbered": numbered(proposal["steps"]), "done": done},
             title=f"Plan v{proposal['version']} ({_count(len(proposal['steps']), 'step')}"
                   f"{f', {len(done)} done' if done else ''}) for: {short(state.get('task', ''))}",
-            allowed=("approve", "modify", "reject"),
+            allowed=_DECISIONS,
             editable=("plan",),
             key=_key(proposal),
             timeout=timeout,

@@ -13,7 +13,8 @@ what a review set needs:
 - Nothing runs before its decision: the task's first step is the gate (`request_review`).
 
 Decisions per call: `Approve` runs it; `Modify(patch={"args": {...}})` runs it with new arguments
-(the runner checks them against the tool's argument schema before anything is written, so a bad
+(the runner checks them against the tool's argument schema, and then with the tool's own argument
+model, validators included, before anything is written, so a bad
 value is refused and the call stays pending); `Reject(reason=...)` does not run it and gives the
 model the reason as the tool's result, so it can adapt.
 
@@ -46,12 +47,15 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
+from pydantic import BaseModel, ValidationError
 
-from hitl_graphs.decisions import Approve, Decision, Modify, Reject
-from hitl_graphs.errors import ConfigError, InvalidDecisionError
+from hitl_graphs.decisions import Approve, Decision, DecisionKind, Modify, Reject
+from hitl_graphs.errors import ConfigError, InvalidDecisionError, PatchError
 from hitl_graphs.effects import approved_before, record_event, remember_approval, run_once
-from hitl_graphs.gate import request_review, to_json
+from hitl_graphs.gate import check_default, decided_by_person, request_review, to_json
+from hitl_graphs.patches import PATCH_CHECK
 from hitl_graphs.policies import AlwaysAskPolicy, AskOncePolicy, ConfirmationPolicy
+from hitl_graphs.reviews import ReviewRequest
 
 __all__ = ["ToolApprovalState", "agent_tool", "create_tool_approval_graph", "tool_args_schema"]
 
@@ -97,7 +101,11 @@ class _Task(TypedDict, total=False):
     level: Literal["info", "confirm", "verify"] | None
     phrase: str | None
     refused: str | None
+    remembered: bool
+    """Runs unasked because a person approved the tool in an earlier thread of this workflow's actor."""
 
+
+_DECISIONS: tuple[DecisionKind, ...] = ("approve", "modify", "reject")
 
 ToolLike = BaseTool | Callable[..., Any]
 """A LangChain tool, or a plain typed function (made a tool with `langchain_core.tools.tool`)."""
@@ -134,10 +142,15 @@ def create_tool_approval_graph(
         timeout: Seconds (or a `timedelta`) after which each review this graph raises expires and
             `default` applies (`hitl sweep` / `Runner.sweep()` applies it; AgentScope's "proceed
             with the default after N seconds"). None: reviews wait for a person.
-        default: The decision at the deadline; a `Reject` unless given (fail closed: the tool does not run).
+        default: The decision at the deadline: `Reject` (the default, fail closed: the tool
+            does not run, and the model is told nobody decided in time) or `Approve`. A
+            `verify`-level call is rejected at its deadline whatever `default` says (only a person
+            can type its phrase), and an approval by the deadline is not "a person approved" for
+            `AskOncePolicy`: the next call is asked about again.
 
     Raises:
-        ConfigError: two tools share a name, `policies` names an unknown tool, or `max_turns` < 1.
+        ConfigError: two tools share a name, `policies` names an unknown tool, `max_turns` < 1, or
+            a `default` a tool call review cannot take.
 
     Example:
         >>> from hitl_graphs import NeverAskPolicy, ScriptedChatModel, tool_call
@@ -148,6 +161,7 @@ def create_tool_approval_graph(
         >>> graph = create_tool_approval_graph(model, [addition], policies={"addition": NeverAskPolicy()})
         >>> graph.compile().invoke({"messages": [("user", "5.5 + 3.2?")]})["messages"][-1].content
         '8.7'
+        >>> timed = create_tool_approval_graph(model, [addition], timeout=timedelta(minutes=10), default=Reject())
     """
     by_name = _tools_by_name(tools)
     policies = dict(policies or {})
@@ -155,6 +169,7 @@ def create_tool_approval_graph(
         raise ConfigError(f"policies name {unknown[0]!r}, which is not a tool here; tools: {', '.join(sorted(by_name))}")
     if max_turns < 1:
         raise ConfigError(f"max_turns must be at least 1, got {max_turns}")
+    check_default(default, _DECISIONS)
     schemas = {n: _patch_schema(t) for n, t in by_name.items()}
     bound = model.bind_tools(list(by_name.values()))
     prefix = f"{name}: " if name else ""
@@ -190,8 +205,13 @@ def create_tool_approval_graph(
                 task["refused"] = (f"Not run: a person already rejected this exact call{why}. "
                                    "Do not ask for it again; change the arguments or answer without it.")
             else:
+                # whether to ask is settled here, once per turn: a resume re-runs the `tools` task,
+                # and an answer given there must hold even if the memory changed meanwhile
                 policy = policies.get(call["name"], default_policy)
-                ask = policy.confirmation(call["name"], call["args"], approved_before=call["name"] in approved)
+                before = call["name"] in approved
+                if not before and isinstance(policy, AskOncePolicy) and policy.scope == "workflow":
+                    before = task["remembered"] = approved_before(call["name"])
+                ask = policy.confirmation(call["name"], call["args"], approved_before=before)
                 if ask is not None:
                     task["level"], task["phrase"] = ask.level, ask.phrase
             sends.append(Send("tools", task))
@@ -205,13 +225,13 @@ def create_tool_approval_graph(
         if refused := t.get("refused"):
             message = ToolMessage(refused, tool_call_id=call["id"], name=call["name"], status="error")
             return {"messages": [message], "tool_log": [{**entry, "note": refused}]}
+        if level is None and t.get("remembered"):
+            return {"messages": [_invoke(by_name[call["name"]], call, call["args"], config)], "approved_tools": [call["name"]],
+                    "tool_log": [{**entry, "ran": True, "note": "approved before in this workflow for this actor"}]}
         if level is None:
             return {"messages": [_invoke(by_name[call["name"]], call, call["args"], config)]}
         policy = policies.get(call["name"], default_policy)
         by_workflow = isinstance(policy, AskOncePolicy) and policy.scope == "workflow"
-        if by_workflow and approved_before(call["name"]):
-            return {"messages": [_invoke(by_name[call["name"]], call, call["args"], config)], "approved_tools": [call["name"]],
-                    "tool_log": [{**entry, "ran": True, "note": "approved before in this workflow for this actor"}]}
         if level == "info":
             record_event("tool_info", {k: entry[k] for k in ("call_id", "tool", "args")}, name=f"info:{call['id']}")
             return {"messages": [_invoke(by_name[call["name"]], call, call["args"], config)],
@@ -221,32 +241,37 @@ def create_tool_approval_graph(
             {"call_id": call["id"], "tool": call["name"], "args": call["args"], "level": level, "turn": t.get("turn"),
              "description": by_name[call["name"]].description, **({"agent": name} if name else {})},
             title=f"{prefix}Run {_show(call)}?" + (f" Type {t.get('phrase')!r} to confirm." if level == "verify" else ""),
-            allowed=("approve", "modify", "reject"),
+            allowed=_DECISIONS,
             editable=("args",),
             key=call["id"],
             patch_target="payload",
             patch_schema=schemas[call["name"]],
             verify_phrase=t.get("phrase") if level == "verify" else None,
             timeout=timeout,
-            default=default,
+            default=None if level == "verify" and isinstance(default, Approve) else default,
         )
         entry |= {"decision": decision.kind, "actor": decision.actor}
-        if by_workflow and isinstance(decision, Approve | Modify):
+        # "ask once" remembers what a person approved; a deadline's default is nobody's approval
+        person = decided_by_person(decision)
+        approved = [call["name"]] if person else []
+        if by_workflow and person and isinstance(decision, Approve | Modify):
             remember_approval(call["name"], decision.actor)
         match decision:
             case Approve():
                 message = _invoke(by_name[call["name"]], call, call["args"], config)
-                return {"messages": [message], "approved_tools": [call["name"]], "tool_log": [{**entry, "ran": True}]}
+                return {"messages": [message], "approved_tools": approved,
+                        "tool_log": [{**entry, "ran": True, **({} if person else {"note": "approved by its deadline's default"})}]}
             case Modify(patch=patch):
                 args = dict(patch["args"])
                 message = _invoke(by_name[call["name"]], call, args, config)
                 if isinstance(message.content, str):
                     message.content = f"[a person changed the arguments to {json.dumps(args, sort_keys=True)}] {message.content}"
                 was = "arguments were " + json.dumps(call["args"], sort_keys=True)
-                return {"messages": [message], "approved_tools": [call["name"]],
+                return {"messages": [message], "approved_tools": approved,
                         "tool_log": [{**entry, "args": args, "ran": True, "note": was}]}
             case Reject(reason=reason):
-                text = (f"Not run: a person rejected this call{': ' + reason if reason else ''}. "
+                who = "a person rejected this call" if person else "nobody decided on this call in time"
+                text = (f"Not run: {who}{': ' + reason if reason else ''}. "
                         "Do not ask for it again with the same arguments.")
                 return {"messages": [ToolMessage(text, tool_call_id=call["id"], name=call["name"], status="error")],
                         "rejected_calls": [{"tool": call["name"], "args": call["args"], "reason": reason}],
@@ -259,7 +284,15 @@ def create_tool_approval_graph(
 
     graph = StateGraph(ToolApprovalState)
     graph.add_node("agent", agent)
-    graph.add_node("tools", run_call)
+    def check_args(request: ReviewRequest, patch: Mapping[str, Any]) -> None:
+        # the JSON Schema a review carries cannot hold a tool's validators; the runner calls this
+        # (the node's PATCH_CHECK) before a modify is recorded, so the tool never refuses it later
+        payload = request.payload if isinstance(request.payload, dict) else {}
+        tool = by_name.get(str(payload.get("tool")))
+        if tool is not None and request.patch_schema == schemas[tool.name] and isinstance(patch.get("args"), dict):
+            _check_args(tool, patch["args"])  # else a nested agent's call: its own schema was checked
+
+    graph.add_node("tools", run_call, metadata={PATCH_CHECK: check_args})
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", route, ["tools", END])
     graph.add_conditional_edges("tools", after_tools, ["agent", END])
@@ -326,6 +359,26 @@ def _patch_schema(tool: BaseTool) -> dict[str, Any]:
     if defs:
         schema["$defs"] = defs  # pydantic's `$ref`s point at the root
     return schema
+
+
+def _check_args(tool: BaseTool, args: Mapping[str, Any]) -> None:
+    """Validate edited arguments as the tool will (its argument model, validators included).
+
+    Raises:
+        PatchError: naming the argument and the tool's reason.
+    """
+    model = tool.args_schema
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return  # a tool described by JSON Schema only: the review's schema was the whole check
+    if set(model.model_fields) - set(tool_args_schema(tool).get("properties", {})):
+        return  # arguments injected at call time are not the person's to give; the schema was checked
+    try:
+        model.model_validate(dict(args))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(["args", *(str(p) for p in err["loc"])])
+        message = str(err["msg"]).removeprefix("Value error, ")
+        raise PatchError(f"field {where!r}: {message} (the tool {tool.name!r} refuses it); change the arguments") from None
 
 
 def _tools_by_name(tools: Sequence[ToolLike]) -> dict[str, BaseTool]:
