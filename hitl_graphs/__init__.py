@@ -12,6 +12,7 @@ Example:
 from hitl_graphs import _started  # noqa: F401  (first: when the process started using the package)
 from hitl_graphs.decisions import (
     ALL_KINDS,
+    DEFAULT_KINDS,
     Approve,
     Decision,
     DecisionDict,
@@ -120,6 +121,7 @@ __all__ = [
     "ConfirmationPolicy",
     "ConversationState",
     "CustomTrigger",
+    "DEFAULT_KINDS",
     "DatabaseBusyError",
     "Decision",
     "DecisionDict",

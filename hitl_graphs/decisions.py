@@ -26,8 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from hitl_graphs.errors import InvalidDecisionError, PatchError
 
 DecisionKind: TypeAlias = Literal["approve", "modify", "reject", "respond", "escalate"]
-ALL_KINDS: tuple[DecisionKind, ...] = ("approve", "modify", "reject")
+DEFAULT_KINDS: tuple[DecisionKind, ...] = ("approve", "modify", "reject")
 """What a review allows unless it says otherwise; `respond` and `escalate` are opted into."""
+ALL_KINDS = DEFAULT_KINDS
+"""The old name of `DEFAULT_KINDS` (it never held all five kinds); kept for existing imports."""
 
 
 MAX_DEPTH = 100

@@ -23,7 +23,7 @@ from langgraph.types import Command, interrupt
 from pydantic_core import to_jsonable_python
 
 from hitl_graphs.decisions import (
-    ALL_KINDS,
+    DEFAULT_KINDS,
     Approve,
     Decision,
     DecisionKind,
@@ -52,7 +52,7 @@ def request_review(
     payload: Any,
     *,
     title: str = "",
-    allowed: Sequence[DecisionKind] = ALL_KINDS,
+    allowed: Sequence[DecisionKind] = DEFAULT_KINDS,
     editable: Sequence[str] = (),
     position: Position = "before",
     key: str | None = None,
@@ -177,7 +177,7 @@ def review_node(
     on_approve: str,
     on_reject: str,
     title: str = "",
-    allowed: Sequence[DecisionKind] = ALL_KINDS,
+    allowed: Sequence[DecisionKind] = DEFAULT_KINDS,
     editable: Sequence[str] = (),
     reason_field: str | None = None,
 ) -> Callable[[Any], Command[str]]:
@@ -204,7 +204,7 @@ def review_node(
         True
     """
 
-    if unknown := set(allowed) - set(ALL_KINDS):
+    if unknown := set(allowed) - set(DEFAULT_KINDS):
         raise ValueError(f"review_node routes approve, modify and reject only; remove {sorted(unknown)}")
 
     def review(state: Any) -> Command[str]:

@@ -25,7 +25,7 @@ from typing import Any
 
 from langgraph.types import StateSnapshot
 
-from hitl_graphs.decisions import ALL_KINDS
+from hitl_graphs.decisions import DEFAULT_KINDS
 from hitl_graphs.gate import read_gate, to_json
 from hitl_graphs.reviews import Position, ReviewRequest
 
@@ -98,7 +98,7 @@ def read_pause(
         kind="breakpoint",
         title=f"Paused {position} {node}",
         payload=payload,
-        allowed=ALL_KINDS,
+        allowed=DEFAULT_KINDS,
         editable=tuple(editable),
         source="breakpoint",
         created_at=created,
@@ -127,7 +127,7 @@ def _interrupt_review(
             kind="custom",
             title=value if isinstance(value, str) else f"Review at {node}",
             payload=to_json(value),
-            allowed=ALL_KINDS,
+            allowed=DEFAULT_KINDS,
             editable=tuple(editable),
             source="interrupt",
             created_at=created,

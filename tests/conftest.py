@@ -78,3 +78,19 @@ def python(db: str, code: str, **env: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-c", "import tests.workflows\n" + code],
         capture_output=True, text=True, env=subprocess_env(db, **env), cwd=ROOT, timeout=120,
     )
+
+
+_SLOW_FILES = {"test_notebooks.py", "test_terminal.py", "test_bench.py"}
+_SLOW_CALLS = ("hitl(", "python(", "subprocess.", "Popen(")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `slow` every test that starts another process (the CLI, a Python snippet, a notebook
+    kernel, a terminal): `make test` runs them all; `pytest -m "not slow"` is the quick loop."""
+    import inspect
+
+    for item in items:
+        fn = getattr(item, "function", None)
+        source = inspect.getsource(fn) if fn is not None else ""
+        if item.path.name in _SLOW_FILES or any(call in source for call in _SLOW_CALLS):
+            item.add_marker(pytest.mark.slow)
