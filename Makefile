@@ -16,7 +16,7 @@ LOWEST := .venv-lowest
 LOWEST_STAMP := $(LOWEST)/.installed
 LOWEST_TESTS := tests/test_models.py tests/test_runner.py tests/test_database.py tests/test_pause_checkpoints.py \
 	tests/test_workers.py tests/test_builtin_workflows.py tests/test_tool_approval.py tests/test_user_apps.py \
-	tests/test_readme.py tests/test_terminal.py tests/test_notebooks.py
+	tests/test_readme.py tests/test_terminal.py tests/test_notebooks.py tests/test_langgraph_compat.py
 
 .PHONY: demo test test-lowest bench notebooks clean
 
