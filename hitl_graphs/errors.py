@@ -21,6 +21,7 @@ means nothing was written: the thread stays paused exactly as it was.
         ├── InvalidDecisionError   malformed, or a kind the review does not allow
         ├── PatchError             a `Modify` patch names a wrong field or a wrongly typed value
         ├── ReviewNotPendingError  the review id is unknown, or not pending
+        │   └── UnknownReviewError the thread never had a review with that id
         ├── ReviewExpiredError     the review's deadline passed; its default decision applies
         ├── PermissionDeniedError  the actor lacks the review's role, or requested the action
         ├── StaleReviewError       what the review shows changed since the person looked
@@ -117,6 +118,10 @@ class PatchError(InvalidDecisionError):
 
 class ReviewNotPendingError(DecisionError):
     """The review id is not one of the thread's pending reviews."""
+
+
+class UnknownReviewError(ReviewNotPendingError):
+    """The thread never had a review with that id (a typo, or another thread's id)."""
 
 
 class AlreadyDecidedError(DecisionError):

@@ -28,6 +28,7 @@ from hitl_graphs.errors import (
     ReviewNotPendingError,
     StaleReviewError,
     ThreadBusyError,
+    UnknownReviewError,
 )
 from hitl_graphs.audit import Event
 from hitl_graphs.storage.base import ReviewRow, ThreadRow
@@ -142,7 +143,7 @@ class DecideFlows:
             raise ReviewNotPendingError(f"review id prefix {review_id!r} matches {len(matches)} pending reviews; give more of it")
         yield from self._refuse_decided(row, review_id)
         listing = ", ".join(r.review_id for r in pending)
-        raise ReviewNotPendingError(f"review {review_id!r} is not pending on thread {row.thread_id!r}; pending: {listing}")
+        raise UnknownReviewError(f"review {review_id!r} is not pending on thread {row.thread_id!r}; pending: {listing}")
 
     def _refuse_decided(self: Runner, row: ThreadRow, review_id: str) -> Flow[None]:
         check_prefix(review_id, row.thread_id)
@@ -186,7 +187,7 @@ class DecideFlows:
         if row.status == "failed":
             raise NoPendingReviewError(f"thread {row.thread_id!r} has no pending review; it failed: {row.error}")
         if review_id is not None:
-            raise ReviewNotPendingError(f"review {review_id!r} is not pending on thread {row.thread_id!r}; nothing is")
+            raise UnknownReviewError(f"review {review_id!r} is not pending on thread {row.thread_id!r}; nothing is")
         raise NoPendingReviewError(f"thread {row.thread_id!r} has no pending review (status {row.status})")
 
     def _apply(self: Runner, wf: Workflow, graph: Graph, thread_id: str, review: ReviewRow, decision: Decision) -> Flow[ThreadView]:

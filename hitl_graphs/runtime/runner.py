@@ -35,6 +35,7 @@ from hitl_graphs.errors import (
     UnknownWorkflowError,
 )
 from hitl_graphs.feedback import Feedback, FeedbackClient
+from hitl_graphs.identity import Tokens
 from hitl_graphs.audit import Event
 from hitl_graphs.registry import Workflow, get_workflow
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
@@ -102,6 +103,8 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows):
         self.store = store
         self.ledger = store.ledger
         self.effects = store.effects
+        self.tokens = Tokens(store.tokens)
+        """API tokens: issue, list, revoke, authenticate (`hitl_graphs.identity`)."""
         self._workflows = {w.name: w for w in workflows} if workflows is not None else None
         self._graphs: dict[str, Graph] = {}
         self.lease = lease
@@ -220,6 +223,11 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows):
         ids = self.ledger.threads_with_decided_reviews()
         rows = [self.ledger.thread(t) for t in ids]
         return [row.thread_id for row in rows if row is not None and not self.ledger.alive(row)]
+
+    def events_after(self, seq: int, *, limit: int = 100) -> list[HistoryEntry]:
+        """Every thread's history after entry `seq`, in order (what a live feed follows; keep the
+        last `seq` seen and nothing is missed or seen twice, across restarts)."""
+        return self.ledger.events_after(seq, limit=limit)
 
     def retry(self, thread_id: str, *, actor: str | None = None) -> ThreadView:
         """Run a failed thread's failed step again, also after `recover` gave up on it.

@@ -21,6 +21,8 @@ from hitl_graphs.storage.base import (
     Store,
     Synced,
     ThreadRow,
+    TokenRow,
+    TokenStore,
 )
 from hitl_graphs.storage.sqlite import DB_ENV, HitlSqliteSaver, SqliteStore, default_db_path
 
@@ -58,6 +60,8 @@ __all__ = [
     "Store",
     "Synced",
     "ThreadRow",
+    "TokenRow",
+    "TokenStore",
     "default_db_path",
     "open_store",
 ]

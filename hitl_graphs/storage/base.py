@@ -81,6 +81,17 @@ class ReviewRow:
         return self.request.review_id
 
 
+@dataclass(frozen=True, slots=True)
+class TokenRow:
+    """An API token as stored: never the secret, only who it speaks for."""
+
+    id: str
+    actor: str
+    roles: tuple[str, ...]
+    created_at: float
+    revoked_at: float | None = None
+
+
 class Liveness(Protocol):
     """Which runs hold a thread right now: a crashed run's thread can be taken over at once."""
 
@@ -160,6 +171,12 @@ class LedgerStore(Protocol):
 
     def history(self, thread_id: str) -> list[HistoryEntry]: ...
 
+    def events_after(self, seq: int, *, limit: int = 100) -> list[HistoryEntry]:
+        """Every thread's history entries after `seq`, in order: what a live feed (Server-Sent
+        Events, webhooks) follows. The history is written in the same transaction as the change
+        it records, so a follower that keeps its last `seq` misses nothing and sees nothing twice."""
+        ...
+
 
 class EffectStore(Protocol):
     """What `run_once`, `record_event` and `AskOncePolicy(scope="workflow")` need."""
@@ -211,6 +228,26 @@ class FeedbackStore(Protocol):
     def mark_exported(self, row_id: int) -> None: ...
 
 
+class TokenStore(Protocol):
+    """API tokens: the server's proof of who calls (`hitl_graphs.identity`)."""
+
+    def add(self, token_id: str, digest: str, actor: str, roles: Sequence[str]) -> TokenRow:
+        """Store a token's hash (the secret itself is never stored)."""
+        ...
+
+    def listing(self) -> list[TokenRow]:
+        """Every token, oldest first, revoked ones too."""
+        ...
+
+    def revoke(self, token_id: str) -> TokenRow | None:
+        """Revoke a token at once; None if there is no such token."""
+        ...
+
+    def find(self, digest: str) -> TokenRow | None:
+        """The live (not revoked) token with this hash."""
+        ...
+
+
 class Store(Protocol):
     """An open database: LangGraph's saver and our tables, behind one boundary.
 
@@ -223,6 +260,7 @@ class Store(Protocol):
     effects: EffectStore
     audit: AuditStore
     feedback: FeedbackStore
+    tokens: TokenStore
     marks: Liveness
 
     def latest_checkpoint_id(self, thread_id: str) -> str | None:

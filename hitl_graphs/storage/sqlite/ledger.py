@@ -33,6 +33,7 @@ from hitl_graphs.errors import (
     ReviewNotPendingError,
     ThreadBusyError,
     ThreadExistsError,
+    UnknownReviewError,
     UnknownThreadError,
 )
 from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStatus
@@ -158,7 +159,7 @@ class SqliteLedger:
                 (thread_id, review_id),
             ).fetchone()
             if got is None:
-                raise ReviewNotPendingError(f"thread {thread_id!r} has no review {review_id!r}")
+                raise UnknownReviewError(f"thread {thread_id!r} has no review {review_id!r}")
             status, prior, deadline = got
             if status in ("decided", "applied"):
                 raise AlreadyDecidedError(_already(thread_id, review_id, status, prior))
@@ -369,6 +370,17 @@ class SqliteLedger:
             HistoryEntry(seq=seq, thread_id=t, review_id=r, event=e, actor=a, data=json.loads(d),
                          at=datetime.fromtimestamp(at, UTC))
             for seq, t, r, e, a, d, at in rows
+        ]
+
+    def events_after(self, seq: int, *, limit: int = 100) -> list[HistoryEntry]:
+        rows = self._read(
+            "SELECT seq, thread_id, review_id, event, actor, data, at FROM hitl_events WHERE seq > ? ORDER BY seq LIMIT ?",
+            (seq, limit),
+        )
+        return [
+            HistoryEntry(seq=n, thread_id=t, review_id=r, event=e, actor=a, data=json.loads(d),
+                         at=datetime.fromtimestamp(at, UTC))
+            for n, t, r, e, a, d, at in rows
         ]
 
 

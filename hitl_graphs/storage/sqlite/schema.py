@@ -22,6 +22,7 @@ The tables:
 - `hitl_effects`: results of `run_once` effects and the keys of `record_event` entries.
 - `hitl_feedback`: ratings of finished threads.
 - `hitl_remembered`: approvals remembered per workflow and actor (`AskOncePolicy(scope="workflow")`).
+- `hitl_tokens`: API tokens, as hashes, with the actor and roles each speaks for.
 """
 
 from __future__ import annotations
@@ -138,13 +139,25 @@ CREATE TABLE IF NOT EXISTS hitl_remembered (
 ) WITHOUT ROWID;
 """
 
+TOKENS = """
+CREATE TABLE IF NOT EXISTS hitl_tokens (
+    id         TEXT PRIMARY KEY,
+    hash       TEXT NOT NULL UNIQUE,
+    actor      TEXT NOT NULL,
+    roles      TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    revoked_at REAL
+) WITHOUT ROWID;
+"""
+
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (1, LEDGER + AUDIT + FEEDBACK + EFFECTS),
     (2, META),
     (3, REMEMBERED),
+    (4, TOKENS),
 )
 """(version, DDL) in order: what each release added. 1: the tables before versioning; 2: the
-version row; 3: approvals remembered per workflow and actor."""
+version row; 3: approvals remembered per workflow and actor; 4: API tokens (their hashes)."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 """The schema this release writes."""
