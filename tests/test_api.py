@@ -170,12 +170,13 @@ def test_start_a_thread_as_the_token_actor(server: Server) -> None:
         ({"review_id": "@", "kind": "sign"}, 422, "invalid_request", "kind"),
         ({"review_id": "@", "kind": "modify", "patch": {"amount": "lots"}}, 422, "patch", "amount"),
         ({"review_id": "@", "kind": "modify", "patch": {"to": "eve"}}, 422, "patch", "to"),
-        ({"review_id": "@", "kind": "modify"}, 422, "invalid_decision", "patch"),
-        ({"review_id": "@", "kind": "approve", "reason": "why"}, 422, "invalid_decision", "reason"),
+        ({"review_id": "@", "kind": "modify"}, 422, "invalid_request", "patch"),
+        ({"review_id": "@", "kind": "modify", "patch": {}}, 422, "invalid_request", "patch"),
+        ({"review_id": "@", "kind": "approve", "reason": "why"}, 422, "invalid_request", "reason"),
         ({"review_id": "@", "kind": "respond", "text": "hi"}, 422, "invalid_decision", "respond"),
         ({"review_id": "@", "kind": "approve", "seen": "0" * 64}, 409, "stale_review", "changed"),
     ],
-    ids=["no-review-id", "unknown-review", "unknown-kind", "patch-type", "patch-field", "modify-no-patch",
+    ids=["no-review-id", "unknown-review", "unknown-kind", "patch-type", "patch-field", "modify-no-patch", "modify-empty-patch",
          "field-of-another-kind", "kind-not-allowed", "stale-seen"],
 )
 def test_a_refused_decision_names_the_problem_and_changes_nothing(
@@ -277,4 +278,6 @@ def test_the_openapi_schema_documents_every_refusal(server: Server) -> None:
     schema = httpx.get(f"{server.url}/openapi.json").json()
     decide = schema["paths"]["/api/threads/{thread_id}/decision"]["post"]
     assert {"200", "400", "401", "403", "404", "409", "422"} <= set(decide["responses"])
-    assert "review_id" in schema["components"]["schemas"]["DecisionBody"]["required"]
+    kinds = {"ApproveBody", "ModifyBody", "RejectBody", "RespondBody", "EscalateBody"}
+    assert all("review_id" in schema["components"]["schemas"][k]["required"] for k in kinds)
+    assert schema["components"]["schemas"]["ModifyBody"]["properties"]["patch"]["minProperties"] == 1

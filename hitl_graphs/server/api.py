@@ -40,7 +40,7 @@ async def reviews(
     workflow: str | None = None,
     role: Annotated[str | None, Query(description="Only what this role (one the token holds) may decide.")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
 ) -> list[ReviewRequest]:
     """Oldest first: the reviews that need no role or one of the token's roles (the same fields as
     `hitl pending --json`)."""
@@ -84,7 +84,7 @@ async def events(
     request: Request,
     caller: Caller,
     runner: Run,
-    after: Annotated[int | None, Query(ge=0, description="Start after this event id (default: from now on).")] = None,
+    after: Annotated[int | None, Query(ge=0, le=2**62, description="Start after this event id (default: from now on).")] = None,
 ) -> StreamingResponse:
     """A `review` event for each new pending review the token may decide and a `decided` event for
     each decision, each with an `id` (resume with `Last-Event-ID` or `?after=`). Read from the

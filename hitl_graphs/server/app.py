@@ -10,9 +10,10 @@ import re
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 
 from hitl_graphs.errors import (
     AlreadyDecidedError,
@@ -103,7 +104,8 @@ def create_app(
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        codes = {401: "not_authenticated", 403: "permission_denied", 404: "not_found", 405: "method_not_allowed"}
+        codes = {400: "bad_request", 401: "not_authenticated", 403: "permission_denied", 404: "not_found",
+                 405: "method_not_allowed"}
         return problem(exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail),
                        headers=dict(exc.headers) if exc.headers else None)
 

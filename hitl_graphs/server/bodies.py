@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from hitl_graphs.decisions import Approve, Decision, Escalate, Modify, Reject, Respond
-from hitl_graphs.errors import InvalidDecisionError
 
-DecisionKindName = Literal["approve", "modify", "reject", "respond", "escalate"]
-
-_FIELDS: dict[str, set[str]] = {
-    "approve": {"comment", "seen", "verify"},
-    "modify": {"patch", "comment", "seen", "verify"},
-    "reject": {"reason", "comment", "seen"},
-    "respond": {"text", "comment", "seen"},
-    "escalate": {"reason", "comment", "seen"},
-}
 
 
 class Problem(BaseModel):
@@ -37,45 +27,55 @@ class StartThread(BaseModel):
     thread_id: str | None = Field(default=None, min_length=1, max_length=200)
 
 
-class DecisionBody(BaseModel):
-    """A person's decision on the review they saw (`review_id` is required: a decision names what
-    its decider saw). Who decides, and with which roles, comes from the token."""
-
+class _DecisionBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    review_id: str = Field(min_length=1)
-    kind: DecisionKindName
-    patch: dict[str, Any] | None = None
-    reason: str | None = None
-    comment: str | None = None
-    text: str | None = None
+    review_id: str = Field(min_length=1, description="The review the person saw (required: a decision names it).")
+    comment: str | None = Field(default=None, description="A note kept in the history.")
     seen: str | None = Field(default=None, description="The payload hash shown; refused (409) if the review changed since.")
+
+
+class ApproveBody(_DecisionBody):
+    kind: Literal["approve"]
     verify: str | None = Field(default=None, description="The phrase a verify-level review asks for.")
 
     def decision(self, actor: str) -> Decision:
-        """The decision this body asks for, by `actor`.
+        return Approve(actor=actor, comment=self.comment, seen=self.seen, verification=self.verify)
 
-        Raises:
-            InvalidDecisionError: a field that does not belong to the kind, or one it needs is missing.
-        """
-        given = {k for k in ("patch", "reason", "comment", "text", "seen", "verify") if getattr(self, k) is not None}
-        extra = sorted(given - _FIELDS[self.kind])
-        if extra:
-            raise InvalidDecisionError(f"{', '.join(extra)} does not go with kind {self.kind!r}; "
-                                       f"it takes {', '.join(sorted(_FIELDS[self.kind]))}")
-        common: dict[str, Any] = {"actor": actor, "comment": self.comment, "seen": self.seen}
-        match self.kind:
-            case "approve":
-                return Approve(**common, verification=self.verify)
-            case "modify":
-                if not self.patch:
-                    raise InvalidDecisionError("a modify needs a non-empty patch: the fields to change and their new values")
-                return Modify(**common, patch=self.patch, verification=self.verify)
-            case "reject":
-                return Reject(**common, reason=self.reason)
-            case "respond":
-                if not self.text:
-                    raise InvalidDecisionError("a respond needs text: your reply")
-                return Respond(**common, text=self.text)
-            case "escalate":
-                return Escalate(**common, reason=self.reason)
+
+class ModifyBody(_DecisionBody):
+    kind: Literal["modify"]
+    patch: dict[str, Any] = Field(min_length=1, description="The fields to change and their new values.")
+    verify: str | None = Field(default=None, description="The phrase a verify-level review asks for.")
+
+    def decision(self, actor: str) -> Decision:
+        return Modify(actor=actor, comment=self.comment, seen=self.seen, patch=self.patch, verification=self.verify)
+
+
+class RejectBody(_DecisionBody):
+    kind: Literal["reject"]
+    reason: str | None = Field(default=None, description="Why; the workflow may show it to the model.")
+
+    def decision(self, actor: str) -> Decision:
+        return Reject(actor=actor, comment=self.comment, seen=self.seen, reason=self.reason)
+
+
+class RespondBody(_DecisionBody):
+    kind: Literal["respond"]
+    text: str = Field(min_length=1, description="The reply, in free text.")
+
+    def decision(self, actor: str) -> Decision:
+        return Respond(actor=actor, comment=self.comment, seen=self.seen, text=self.text)
+
+
+class EscalateBody(_DecisionBody):
+    kind: Literal["escalate"]
+    reason: str | None = Field(default=None, description="Why it goes up a level.")
+
+    def decision(self, actor: str) -> Decision:
+        return Escalate(actor=actor, comment=self.comment, seen=self.seen, reason=self.reason)
+
+
+DecisionBody = Annotated[ApproveBody | ModifyBody | RejectBody | RespondBody | EscalateBody, Field(discriminator="kind")]
+"""A person's decision on the review they saw, one shape per kind (the schema says exactly which
+fields each takes). Who decides, and with which roles, comes from the token."""
