@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import figures, setups
+from benchmarks import api, figures, setups
 from benchmarks.graphs import ours_graph_source
 from benchmarks.report import print_report
 
-FIGURES = ("overhead", "profile", "listing", "throughput", "disk")
+FIGURES = ("overhead", "profile", "listing", "throughput", "disk", "api")
 
 FULL: dict[str, Any] = {
     "overhead": {"n_rounds": 9, "per_round": 30},
@@ -30,6 +30,7 @@ FULL: dict[str, Any] = {
                 "plain_reps": {1_000: 5, 10_000: 3, 100_000: 1}, "page_sizes": [10, 50, 500], "resume_samples": 30},
     "throughput": {"seconds": 2.5, "reps": 3},
     "disk": {"threads": 100},
+    "api": {"size": 100_000, "list_reps": 50, "decisions": 30},
 }
 QUICK: dict[str, Any] = {
     "overhead": {"n_rounds": 3, "per_round": 4},
@@ -37,6 +38,7 @@ QUICK: dict[str, Any] = {
     "listing": {"sizes": [100, 1_000], "ours_reps": 5, "plain_reps": {}, "page_sizes": [10, 50], "resume_samples": 3},
     "throughput": {"seconds": 0.4, "reps": 1},
     "disk": {"threads": 10},
+    "api": {"size": 500, "list_reps": 5, "decisions": 3},
 }
 
 
@@ -94,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
             plain_d = [p for p in plain_all if p.name in setups.DISK]
             with clock("disk"):
                 results["disk"] = figures.disk(workdir, ours_d, plain_d, **plan["disk"])
+        if "api" in only:
+            _say("6. the HTTP API over loopback next to the same operation in process")
+            with clock("api"):
+                results["api"] = api.api(workdir, **plan["api"])
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -110,6 +110,14 @@ def print_report(results: dict[str, Any]) -> None:
             rows.append([name, v["paused"].get("total", 0), v["finished"].get("total", 0), detail])
         out.table(f"5. bytes on disk per thread ({dk['threads']} threads, after VACUUM)",
                   ["setup", "paused", "finished", "paused, by table"], rows)
+    if ap := results.get("api"):
+        page, dec = ap["reviews_first_page_ms"], ap["decision_ms"]
+        out.table(f"6. the HTTP API over loopback vs in process ({ap['threads']:,} paused threads)",
+                  ["operation", "over HTTP", "in process", "target"],
+                  [["GET /api/reviews, first 50", _mmm(page["http_loopback"], " ms"), _mmm(page["in_process"], " ms"),
+                    f"p50 < {page['target_ms']} ms"],
+                   ["a decision (resume)", _mmm(dec["http_loopback"], " ms"), _mmm(dec["in_process_resume"], " ms"),
+                    f"+{dec['api_minus_in_process_median_ms']} ms (target <= {dec['target_ms']} ms)"]])
     if tg := results.get("targets"):
         out.table("targets (met: - when not judged: a quick run, or fewer than 100,000 threads)",
                   ["what", "target", "measured", "met"],
