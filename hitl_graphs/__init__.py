@@ -65,7 +65,7 @@ from hitl_graphs.registry import Workflow, get_workflow, load_app, register, reg
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
 from hitl_graphs.runner import Runner
 from hitl_graphs.scripted import ScriptedChatModel, tool_call
-from hitl_graphs.store import HitlSqliteSaver, SqliteStore, default_db_path
+from hitl_graphs.storage import HitlSqliteSaver, SqliteStore, default_db_path
 from hitl_graphs.templates import (
     AgentLevel,
     AnyTrigger,

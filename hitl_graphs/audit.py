@@ -17,7 +17,7 @@ defences, either or both:
   where the database's writers cannot (write-once storage, another machine, a ticket), and
   `hitl audit verify --expect-head SEQ:HASH` checks that entry is still in the log, unchanged.
   What was written after the last head kept is covered by the chain (and the key) only.
-- A secret key: with `HITL_AUDIT_KEY` set (or `SqliteStore(audit_key=...)`), each new entry's
+- A secret key: with `HITL_AUDIT_KEY` set (or `Runner.open(audit_key=...)`), each new entry's
   hash is an HMAC-SHA256 under it, stored as `hmac:<key id>:<mac>` (the key id, 8 hex digits
   derived from the key, tells a wrong key from an edit). A chain rebuilt or extended without the
   key fails `verify` run with it. Entries written before the key was set stay plain, bound by the
@@ -44,8 +44,6 @@ import hmac
 import json
 import os
 import re
-import sqlite3
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -57,25 +55,6 @@ _KEYED = "hmac:"
 
 GENESIS = "0" * 64
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS hitl_events (
-    seq       INTEGER PRIMARY KEY,
-    thread_id TEXT NOT NULL,
-    review_id TEXT,
-    event     TEXT NOT NULL,
-    actor     TEXT,
-    data      TEXT NOT NULL,
-    at        REAL NOT NULL,
-    prev_hash TEXT NOT NULL,
-    hash      TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS hitl_events_thread ON hitl_events (thread_id, seq);
-CREATE TABLE IF NOT EXISTS hitl_audit_head (
-    id   INTEGER PRIMARY KEY CHECK (id = 1),
-    seq  INTEGER NOT NULL,
-    hash TEXT NOT NULL
-);
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,42 +98,40 @@ def key_from_env() -> bytes | None:
     return value.encode() if value else None
 
 
-def key_of(c: sqlite3.Connection) -> bytes | None:
-    """The audit key the store set on its connection (see `SqliteStore(audit_key=...)`)."""
-    key: bytes | None = getattr(c, "hitl_audit_key", None)
-    return key
+Row = tuple[int, str, str | None, str, str | None, str, float, str, str]
+"""One stored entry: seq, thread_id, review_id, event, actor, data (JSON), at, prev_hash, hash."""
 
 
-def append(c: sqlite3.Connection, thread_id: str, events: Iterable[Event], now: float) -> None:
-    """Append events after the current head; call inside a write (`BEGIN IMMEDIATE`) transaction.
+def chain(head: tuple[int, str] | None, thread_id: str, events: Iterable[Event], now: float,
+          key: bytes | None) -> list[Row]:
+    """The entries to store after `head` (the log's last seq and hash; None for an empty log).
+
+    Every backend appends what this returns, in the same transaction as the head row's update
+    and the change the events record.
 
     Raises:
-        AuditKeyError: the log is keyed and the connection has no key, or another one.
-        AuditError: the head row is gone though the log has entries (nothing is written).
+        AuditKeyError: the log is keyed and `key` is missing or another one.
     """
-    head = c.execute("SELECT seq, hash FROM hitl_audit_head WHERE id = 1").fetchone()
     seq, prev = head if head else (0, GENESIS)
-    key = key_of(c)
-    rows = []
+    rows: list[Row] = []
     for e in events:
         seq += 1
         data = json.dumps(e.data or {}, sort_keys=True, default=str)
         digest = entry_hash(prev, seq, thread_id, e.review_id, e.event, e.actor, data, now, key)
         rows.append((seq, thread_id, e.review_id, e.event, e.actor, data, now, prev, digest))
         prev = digest
-    if not rows:
-        return
-    if head is None and c.execute("SELECT 1 FROM hitl_events LIMIT 1").fetchone() is not None:
-        (count,) = c.execute("SELECT count(*) FROM hitl_events").fetchone()
-        raise AuditError(f"the audit log's head row is missing though the log has {count} entries (the database was "
-                         "edited?); nothing is written until it is restored: `hitl audit verify` says more")
-    if head is not None:
-        _check_key(head[1], key)
-    c.executemany("INSERT INTO hitl_events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-    c.execute("INSERT OR REPLACE INTO hitl_audit_head (id, seq, hash) VALUES (1, ?, ?)", (seq, prev))
+    if rows and head is not None:
+        check_key(head[1], key)
+    return rows
 
 
-def _check_key(digest: str, key: bytes | None) -> None:
+def missing_head(count: int) -> AuditError:
+    """The error for a log whose head row is gone though it has entries (nothing is written)."""
+    return AuditError(f"the audit log's head row is missing though the log has {count} entries (the database was "
+                      "edited?); nothing is written until it is restored: `hitl audit verify` says more")
+
+
+def check_key(digest: str, key: bytes | None) -> None:
     """Refuse to extend (or trust) a keyed entry without its key: what a process without the key
     wrote after it would read as a downgrade, and another key's entries as edits."""
     kid = _kid(digest)
@@ -232,20 +209,18 @@ class AuditHead:
 _HASH = re.compile(r"(hmac:[0-9a-f]{8}:)?[0-9a-f]{64}")
 
 
-def head(conn: sqlite3.Connection, lock: threading.Lock) -> AuditHead:
-    """The log's last entry (entry 0 and the genesis hash for an empty log); reads two rows
-    whatever the log's length (`verify` walks the chain).
+def check_head(last: tuple[int, str] | None, row: tuple[int, str] | None) -> AuditHead:
+    """The log's head, from its last entry and its head row (entry 0 and the genesis hash for an
+    empty log).
 
     Raises:
         AuditError: the head row is missing or is not the last entry: a head kept from such a
             log would keep its damage.
     """
-    with lock:
-        last = conn.execute("SELECT seq, hash FROM hitl_events ORDER BY seq DESC LIMIT 1").fetchone()
-        row = conn.execute("SELECT seq, hash FROM hitl_audit_head WHERE id = 1").fetchone()
     if last is None and row is None:
         return AuditHead(0, GENESIS)
     if row is None:
+        assert last is not None
         raise AuditError(f"the audit log's head row is missing though the log has entries up to {last[0]} "
                          "(the database was edited?): `hitl audit verify` says more")
     if last is None or tuple(row) != tuple(last):
@@ -260,70 +235,52 @@ def decision_of(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in ("by", "original")}
 
 
-def recorded_decision(conn: sqlite3.Connection, lock: threading.Lock, thread_id: str, review_id: str) -> dict[str, Any] | None:
-    """The decision the log records for a review, if its entry is intact (None otherwise).
+def recorded_decision(row: Row | None, key: bytes | None, *, keyed_before: bool) -> dict[str, Any] | None:
+    """The decision a review's latest `decided` entry (`row`) records, if the entry is intact
+    (None otherwise).
 
     `recover` applies a decision from the ledger only if it equals this: a decision written
     straight into the ledger has no entry, and a forged entry does not hash right. With a key, an
-    entry must be keyed unless the log has no keyed entry before it: a plain one was forged.
+    entry must be keyed unless the log has no keyed entry before it (`keyed_before`): a plain one
+    was forged.
 
     Raises:
-        AuditKeyError: the entry is keyed and the store has no key, or another one."""
-    key = key_of(conn)
-    with lock:
-        row = conn.execute(
-            "SELECT seq, thread_id, review_id, event, actor, data, at, prev_hash, hash FROM hitl_events "
-            "WHERE thread_id = ? AND review_id = ? AND event = 'decided' ORDER BY seq DESC LIMIT 1",
-            (thread_id, review_id),
-        ).fetchone()
-        # a plain entry after a keyed one was written without the key (found from the first entry
-        # on, so a log keyed from its start answers at once)
-        downgraded = (row is not None and key is not None and _kid(row[8]) is None and conn.execute(
-            "SELECT 1 FROM hitl_events WHERE seq < ? AND substr(hash, 1, 5) = ? LIMIT 1", (row[0], _KEYED)).fetchone() is not None)
-    if row is None or downgraded:
+        AuditKeyError: the entry is keyed and `key` is missing or another one."""
+    if row is None or (key is not None and keyed_before and _kid(row[8]) is None):
         return None
     seq, tid, rid, event, actor, data, at, prev_hash, digest = row
-    _check_key(digest, key)
+    check_key(digest, key)
     if entry_hash(prev_hash, seq, tid, rid, event, actor, data, at, key if _kid(digest) else None) != digest:
         return None
     return decision_of(json.loads(data))
 
 
 def verify(
-    conn: sqlite3.Connection,
-    lock: threading.Lock,
+    rows: Iterable[Row],
+    head_row: tuple[int, str] | None,
     *,
+    threads: Sequence[str] = (),
+    reviews: Sequence[tuple[str, str, str, dict[str, Any] | None]] = (),
     key: bytes | None = None,
     expect_heads: Sequence[AuditHead] = (),
 ) -> AuditReport:
-    """Walk the whole chain and report the first entry that was edited, deleted or reordered, a
-    missing or wrong head, a thread or a ledger decision the log does not record, or a head kept
-    elsewhere (`expect_heads`) that is no longer in the log. Keyed entries are checked with `key`
-    (reported as unverifiable without it); with `key`, at least one entry must be keyed.
+    """Walk the whole chain (`rows`, in order) and report the first entry that was edited, deleted
+    or reordered, a missing or wrong head, a thread or a ledger decision the log does not record
+    (`threads`: the ledger's thread ids; `reviews`: its decided and applied reviews as
+    `(thread_id, review_id, status, decision)`), or a head kept elsewhere (`expect_heads`) that is
+    no longer in the log. Keyed entries are checked with `key` (reported as unverifiable without
+    it); with `key`, at least one entry must be keyed. Each store reads its rows and calls this.
 
     Example:
-        >>> conn = sqlite3.connect(":memory:")
-        >>> _ = conn.executescript(SCHEMA)
-        >>> append(conn, "t1", [Event("started"), Event("decided", actor="ana")], 1.0)
-        >>> kept = head(conn, threading.Lock())
-        >>> verify(conn, threading.Lock(), expect_heads=[kept]).ok
+        >>> rows = chain(None, "t1", [Event("started"), Event("decided", actor="ana")], 1.0, None)
+        >>> kept = AuditHead(2, rows[-1][8])
+        >>> verify(rows, (2, rows[-1][8]), expect_heads=[kept]).ok
         True
-        >>> _ = conn.execute("UPDATE hitl_events SET actor = 'eve' WHERE seq = 2")
-        >>> verify(conn, threading.Lock()).problem
+        >>> edited = [*rows[:1], (*rows[1][:4], "eve", *rows[1][5:])]
+        >>> verify(edited, (2, rows[-1][8])).problem
         'entry 2 was edited: its content no longer matches its hash'
     """
-    with lock:
-        rows = conn.execute(
-            "SELECT seq, thread_id, review_id, event, actor, data, at, prev_hash, hash FROM hitl_events ORDER BY seq"
-        ).fetchall()
-        head_row = conn.execute("SELECT seq, hash FROM hitl_audit_head WHERE id = 1").fetchone()
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        reviews = conn.execute(
-            "SELECT thread_id, review_id, status, decision FROM hitl_reviews WHERE status IN ('decided', 'applied') "
-            "ORDER BY thread_id, review_id"
-        ).fetchall() if "hitl_reviews" in tables else []
-        threads = [r[0] for r in conn.execute("SELECT thread_id FROM hitl_threads ORDER BY created_at, thread_id")] \
-            if "hitl_threads" in tables else []
+    rows = list(rows)
     want = key_id(key) if key is not None else None
     prev, expected_seq, checked = GENESIS, 1, 0
     keyed_from: int | None = None
@@ -383,7 +340,7 @@ def verify(
         if recorded is None:
             return broken(None, f"review {review_id!r} of thread {thread_id!r} is {status} but the log records no "
                                 "decision for it: the ledger was edited")
-        if decision is not None and json.loads(decision) != recorded:
+        if decision is not None and decision != recorded:
             return broken(None, f"review {review_id!r} of thread {thread_id!r} holds a decision other than the one the "
                                 "log records: the ledger was edited")
     if unverified is not None:
@@ -396,15 +353,11 @@ def verify(
                        kept_heads=len(expect_heads))
 
 
-def export(conn: sqlite3.Connection, lock: threading.Lock, out: TextIO, *, thread_id: str | None = None) -> int:
-    """Write the log as JSON Lines (one entry per line, with its hashes); returns the count."""
-    sql = "SELECT seq, thread_id, review_id, event, actor, data, at, prev_hash, hash FROM hitl_events"
-    args: tuple[Any, ...] = ()
-    if thread_id is not None:
-        sql, args = sql + " WHERE thread_id = ?", (thread_id,)
-    with lock:
-        rows = conn.execute(sql + " ORDER BY seq", args).fetchall()
+def export(rows: Iterable[Row], out: TextIO) -> int:
+    """Write entries as JSON Lines (one entry per line, with its hashes); returns the count."""
+    count = 0
     for seq, tid, review_id, event, actor, data, at, prev_hash, digest in rows:
         out.write(json.dumps({"seq": seq, "thread_id": tid, "review_id": review_id, "event": event, "actor": actor,
                               "data": json.loads(data), "at": at, "prev_hash": prev_hash, "hash": digest}) + "\n")
-    return len(rows)
+        count += 1
+    return count

@@ -35,7 +35,7 @@ from hitl_graphs.registry import load_app, registered
 from hitl_graphs.render import render_review
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
 from hitl_graphs.runner import Runner
-from hitl_graphs.store import default_db_path
+from hitl_graphs.storage import default_db_path
 
 app = typer.Typer(
     name="hitl",

@@ -104,7 +104,7 @@ PATTERNS = [
 def run_demo(runner: Runner, *, console: Console, interactive: bool, actor: str = "you") -> None:
     """Walk the four patterns; at a terminal the person decides, else the script does."""
     console.print(Markdown("# hitl_graphs: human review for LangGraph agents\nOffline: SQLite at "
-                           f"`{runner.store.path}` and a scripted model. Every pause below is durable."))
+                           f"`{runner.store.location}` and a scripted model. Every pause below is durable."))
     for number, pattern in enumerate(PATTERNS):
         console.print(Rule(pattern.title))
         console.print(pattern.intro)
@@ -166,7 +166,7 @@ def _show_restart(runner: Runner, view: ThreadView, console: Console, interactiv
         return
     console.print("[dim]checking from a separate process: hitl pending --workflow plan-review[/dim]")
     done = subprocess.run(
-        [sys.executable, "-m", "hitl_graphs.cli", "--db", runner.store.path, "pending", "--workflow", "plan-review", "--json"],
+        [sys.executable, "-m", "hitl_graphs.cli", "--db", runner.store.location, "pending", "--workflow", "plan-review", "--json"],
         capture_output=True, text=True,
     )
     found = view.thread_id in done.stdout

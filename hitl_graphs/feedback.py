@@ -7,29 +7,16 @@ workflow. Nothing leaves the machine unless the user hands a client to `export_f
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS hitl_feedback (
-    id        INTEGER PRIMARY KEY AUTOINCREMENT,
-    thread_id TEXT NOT NULL,
-    workflow  TEXT NOT NULL,
-    key       TEXT NOT NULL,
-    score     REAL NOT NULL,
-    comment   TEXT,
-    actor     TEXT,
-    at        REAL NOT NULL,
-    exported  INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS hitl_feedback_workflow ON hitl_feedback (workflow, at);
-"""
+if TYPE_CHECKING:
+    from hitl_graphs.storage.base import FeedbackStore
+
 
 
 class Feedback(BaseModel):
@@ -57,52 +44,16 @@ class FeedbackClient(Protocol):
     def create_feedback(self, run_id: Any, key: str, *, score: float, comment: str | None = None) -> Any: ...
 
 
-def record(conn: sqlite3.Connection, lock: threading.Lock, fb: Feedback) -> None:
-    with lock:
-        conn.execute(
-            "INSERT INTO hitl_feedback (thread_id, workflow, key, score, comment, actor, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (fb.thread_id, fb.workflow, fb.key, fb.score, fb.comment, fb.actor, fb.at.timestamp()),
-        )
-        conn.commit()
-
-
-def listing(conn: sqlite3.Connection, lock: threading.Lock, *, workflow: str | None = None,
-            unexported: bool = False) -> list[tuple[int, Feedback]]:
-    where, args = [], []
-    if workflow is not None:
-        where.append("workflow = ?")
-        args.append(workflow)
-    if unexported:
-        where.append("exported = 0")
-    sql = "SELECT id, thread_id, workflow, key, score, comment, actor, at FROM hitl_feedback"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    with lock:
-        rows = conn.execute(sql + " ORDER BY at, id", args).fetchall()
-    return [
-        (i, Feedback(thread_id=t, workflow=w, key=k, score=s, comment=c, actor=a, at=datetime.fromtimestamp(at, UTC)))
-        for i, t, w, k, s, c, a, at in rows
-    ]
-
-
-def export_feedback(
-    conn: sqlite3.Connection,
-    lock: threading.Lock,
-    client: FeedbackClient,
-    *,
-    run_id_for: Callable[[Feedback], Any],
-) -> int:
+def export_feedback(store: FeedbackStore, client: FeedbackClient, *, run_id_for: Callable[[Feedback], Any]) -> int:
     """Send not-yet-exported ratings to `client`; each is marked exported once sent.
 
     `run_id_for` maps a rating to the tracing run it rates (hitl_graphs does not know your
     LangSmith run ids; record them in your state or metadata and look them up here).
     """
     sent = 0
-    for row_id, fb in listing(conn, lock, unexported=True):
+    for row_id, fb in store.listing(unexported=True):
         client.create_feedback(run_id_for(fb), fb.key, score=fb.score, comment=fb.comment)
-        with lock:
-            conn.execute("UPDATE hitl_feedback SET exported = 1 WHERE id = ?", (row_id,))
-            conn.commit()
+        store.mark_exported(row_id)
         sent += 1
     return sent
 

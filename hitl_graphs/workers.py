@@ -20,7 +20,7 @@ its own top-level runs only:
   parent's pools (their threads did not survive the fork); it gets LangGraph's own.
 - LangGraph still waits for its own tasks on exit and raises their errors; only the pool's
   shutdown is skipped. `Runner.close` shuts the pools down.
-- A run whose checkpoints wait for the ledger's commit (`DEFER_KEY`, see `hitl_graphs.store`)
+- A run whose checkpoints wait for the ledger's commit (`DEFER_KEY`, see `hitl_graphs.storage.sqlite.saver`)
   saves them in the calling thread: such a save only appends rows to memory, so handing it to
   another thread and waiting for it costs more than doing it. Nodes still run on the pool.
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from hitl_graphs import Approve, Runner, SqliteStore, Workflow, review_node
 from hitl_graphs.errors import ConfigError, DatabaseBusyError, SchemaVersionError, UnsafeCheckpointError
-from hitl_graphs.schema import SCHEMA_VERSION
+from hitl_graphs.storage.sqlite.schema import SCHEMA_VERSION
 from tests.conftest import fingerprint, hitl
 from tests.workflows import WORKFLOWS
 

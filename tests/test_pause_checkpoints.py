@@ -15,7 +15,8 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 
 from hitl_graphs import Approve, Runner, SqliteStore, Workflow, request_review, run_once
-from hitl_graphs.store import DEFER_KEY, write_transaction
+from hitl_graphs.storage.sqlite.connection import write_transaction
+from hitl_graphs.storage.sqlite.saver import DEFER_KEY
 from tests.conftest import python
 from tests.workflows import _charge, _single, effect, effects, maybe_die, pay_graph
 
@@ -66,7 +67,7 @@ def _workflows(durability: Any) -> list[Workflow]:
 EXIT = _workflows("exit")
 RUNNER = ("from hitl_graphs import Runner, Approve\nimport tests.test_pause_checkpoints as t\n"
           "def runner():\n    return Runner.open(workflows=t.EXIT)\n")
-KILL_ON_SYNC = ("import os, signal\nfrom hitl_graphs.ledger import Ledger\n"
+KILL_ON_SYNC = ("import os, signal\nfrom hitl_graphs.storage.sqlite.ledger import SqliteLedger as Ledger\n"
                 "Ledger.sync = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n")
 
 

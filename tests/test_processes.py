@@ -103,7 +103,7 @@ def test_crash_after_decision_is_finished_with_the_recorded_decision(db: str, ef
 
 KILL_ON_SYNC = """
 import os, signal
-from hitl_graphs.ledger import Ledger
+from hitl_graphs.storage.sqlite.ledger import SqliteLedger as Ledger
 from hitl_graphs import Runner, Approve
 def die(*a, **k):
     os.kill(os.getpid(), signal.SIGKILL)

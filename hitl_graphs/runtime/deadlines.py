@@ -15,9 +15,7 @@ from hitl_graphs.errors import (
     ReviewNotPendingError,
     ThreadBusyError,
 )
-from hitl_graphs.ledger import (
-    ReviewRow,
-)
+from hitl_graphs.storage.base import ReviewRow
 from hitl_graphs.reviews import ThreadView
 from hitl_graphs.runtime.driver import (
     Flow,

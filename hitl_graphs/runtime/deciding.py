@@ -29,11 +29,8 @@ from hitl_graphs.errors import (
     StaleReviewError,
     ThreadBusyError,
 )
-from hitl_graphs.ledger import (
-    Event,
-    ReviewRow,
-    ThreadRow,
-)
+from hitl_graphs.audit import Event
+from hitl_graphs.storage.base import ReviewRow, ThreadRow
 from hitl_graphs.patches import check_needs
 from hitl_graphs.registry import Workflow
 from hitl_graphs.reviews import Outcome, ThreadView
@@ -94,7 +91,7 @@ class DecideFlows:
             )
         clean = admit(decision, review.request, graph, roles=roles, started_by=row.started_by)
         values: Any = None
-        latest: str | None = yield from call(self.store.saver.latest_checkpoint_id, thread_id)
+        latest: str | None = yield from call(self.store.latest_checkpoint_id, thread_id)
         state_patch = isinstance(clean, Modify) and review.request.patch_target == "state"
         if latest is None or latest != review.checkpoint_id or state_patch:
             # the checkpoint moved since the ledger recorded the review (or we need its values):

@@ -21,7 +21,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import Durability
 
-from hitl_graphs.store import DEFER_KEY
+from hitl_graphs.storage.base import DEFER_KEY
 from hitl_graphs.workers import LEASE_KEY, Pools
 
 T = TypeVar("T")

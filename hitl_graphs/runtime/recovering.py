@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hitl_graphs import audit
 from hitl_graphs.decisions import (
     parse_decision,
 )
@@ -13,11 +12,8 @@ from hitl_graphs.errors import (
     NoPendingReviewError,
     ThreadBusyError,
 )
-from hitl_graphs.ledger import (
-    Event,
-    ReviewRow,
-    ThreadRow,
-)
+from hitl_graphs.audit import Event
+from hitl_graphs.storage.base import ReviewRow, ThreadRow
 from hitl_graphs.reviews import ThreadView
 from hitl_graphs.runtime.driver import (
     Flow,
@@ -107,7 +103,7 @@ class RecoverFlows:
                 input = yield from call(self.ledger.started_input, thread_id)
                 about = {"from": "input"}
             if "apply" in about and review is not None:
-                recorded = yield from call(audit.recorded_decision, self.store.conn, self.store.lock, thread_id, review.review_id)
+                recorded = yield from call(self.store.audit.recorded_decision, thread_id, review.review_id)
                 if recorded is None or recorded != review.decision:
                     return (yield from self._refuse_unaudited(thread_id, review, recorded))
             if not about or (about.get("from") == "input" and input is None):

@@ -23,13 +23,11 @@ from typing import Any, TextIO
 
 from langgraph.types import Durability
 
-from hitl_graphs import audit
 from hitl_graphs import feedback as feedback_mod
 from hitl_graphs.audit import AuditHead, AuditReport
 from hitl_graphs.decisions import (
     Decision,
 )
-from hitl_graphs.effects import EffectLog
 from hitl_graphs.errors import (
     ConfigError,
     NoPendingReviewError,
@@ -37,10 +35,7 @@ from hitl_graphs.errors import (
     UnknownWorkflowError,
 )
 from hitl_graphs.feedback import Feedback, FeedbackClient
-from hitl_graphs.ledger import (
-    Event,
-    Ledger,
-)
+from hitl_graphs.audit import Event
 from hitl_graphs.registry import Workflow, get_workflow
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
 from hitl_graphs.runtime.deadlines import DeadlineFlows
@@ -57,7 +52,7 @@ from hitl_graphs.runtime.support import (
     Graph,
 )
 from hitl_graphs.serde import GuardedSerializer, graph_types
-from hitl_graphs.store import SqliteStore
+from hitl_graphs.storage import Store, open_store
 from hitl_graphs.workers import Pools
 from hitl_graphs.workers import install as install_workers
 
@@ -72,7 +67,7 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows):
         durability: LangGraph durability for the runs of workflows that do not declare one
             (`Workflow(durability=...)`); `None`: LangGraph's default, `"async"`. With `"exit"` a
             run writes one checkpoint, where it stops, committed together with the ledger's
-            record of the pause (see `hitl_graphs.store`).
+            record of the pause (see `hitl_graphs.storage.sqlite.saver`).
         on_review: Called once for every review the ledger records (a new pause), after it is
             committed: send a notification, post to a chat. Errors are logged, not raised.
         reuse_threads: Keep LangGraph's worker threads from one sync run to the next instead
@@ -94,7 +89,7 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows):
 
     def __init__(
         self,
-        store: SqliteStore,
+        store: Store,
         workflows: Iterable[Workflow] | None = None,
         *,
         lease: float = 600.0,
@@ -105,8 +100,8 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows):
         max_attempts: int = 3,
     ) -> None:
         self.store = store
-        self.ledger = Ledger(store.conn, store.lock, store.marks)
-        self.effects = EffectLog(store.conn, store.lock)
+        self.ledger = store.ledger
+        self.effects = store.effects
         self._workflows = {w.name: w for w in workflows} if workflows is not None else None
         self._graphs: dict[str, Graph] = {}
         self.lease = lease
@@ -134,7 +129,7 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows):
         `path` defaults to `$HITL_DB`, else `checkpoints/hitl.sqlite`; `audit_key` to
         `$HITL_AUDIT_KEY` (see `SqliteStore`).
         """
-        return cls(SqliteStore(path, audit_key=audit_key), workflows, lease=lease, durability=durability,
+        return cls(open_store(path, audit_key=audit_key), workflows, lease=lease, durability=durability,
                    on_review=on_review, owns_store=True, reuse_threads=reuse_threads, max_attempts=max_attempts)
 
     def __enter__(self) -> Runner:
@@ -261,17 +256,17 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows):
             raise NoPendingReviewError(f"thread {thread_id!r} has not finished (status {row.status}); rate it once it has")
         fb = Feedback(thread_id=thread_id, workflow=row.workflow, score=score, comment=comment, actor=actor, key=key,
                       at=feedback_mod.now())
-        feedback_mod.record(self.store.conn, self.store.lock, fb)
+        self.store.feedback.record(fb)
         self.ledger.add_events(thread_id, [Event("feedback", actor=actor, data={"key": key, "score": score, "comment": comment})])
         return fb
 
     def feedback_list(self, *, workflow: str | None = None) -> list[Feedback]:
         """Ratings, oldest first, optionally of one workflow."""
-        return [fb for _, fb in feedback_mod.listing(self.store.conn, self.store.lock, workflow=workflow)]
+        return [fb for _, fb in self.store.feedback.listing(workflow=workflow)]
 
     def export_feedback(self, client: FeedbackClient, *, run_id_for: Callable[[Feedback], Any]) -> int:
         """Send ratings not yet exported to `client` (e.g. `langsmith.Client()`); opt-in only."""
-        return feedback_mod.export_feedback(self.store.conn, self.store.lock, client, run_id_for=run_id_for)
+        return feedback_mod.export_feedback(self.store.feedback, client, run_id_for=run_id_for)
 
     def audit_verify(self, *, expect_head: Sequence[AuditHead | str] = ()) -> AuditReport:
         """Check the audit log: its hash chain (keyed with the store's `audit_key`, if any), its
@@ -295,7 +290,7 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows):
             heads = [h if isinstance(h, AuditHead) else AuditHead.parse(h) for h in expect_head]
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-        return audit.verify(self.store.conn, self.store.lock, key=self.store.audit_key, expect_heads=heads)
+        return self.store.audit.verify(expect_heads=heads)
 
     def audit_head(self) -> AuditHead:
         """The audit log's last entry (`str()` of it is `SEQ:HASH`): keep it where the database's
@@ -304,11 +299,11 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows):
         Raises:
             AuditError: the head row is missing or is not the last entry (the database was edited).
         """
-        return audit.head(self.store.conn, self.store.lock)
+        return self.store.audit.head()
 
     def audit_export(self, out: TextIO, *, thread_id: str | None = None) -> int:
         """Write the audit log (or one thread's part) as JSON Lines; returns the entry count."""
-        return audit.export(self.store.conn, self.store.lock, out, thread_id=thread_id)
+        return self.store.audit.export(out, thread_id=thread_id)
 
     async def astart(
         self, workflow: str, input: Mapping[str, Any] | None = None, *, thread_id: str | None = None, actor: str | None = None

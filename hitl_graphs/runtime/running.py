@@ -16,13 +16,8 @@ from hitl_graphs.errors import (
     UnknownThreadError,
 )
 from hitl_graphs.gate import to_json
-from hitl_graphs.ledger import (
-    Event,
-    NewThread,
-    ReviewRow,
-    Synced,
-    ThreadRow,
-)
+from hitl_graphs.audit import Event
+from hitl_graphs.storage.base import NewThread, ReviewRow, Synced, ThreadRow
 from hitl_graphs.pauses import Pause, pause_from_output, read_pause
 from hitl_graphs.registry import Workflow
 from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadView
@@ -59,7 +54,7 @@ class RunFlows:
             # stops: the thread's start is recorded with its first pause, in one transaction
             return (yield from self._run(wf, graph, uuid.uuid4().hex, data, outcome_if_done="completed", new=new))
         if thread_id is not None:  # an id given may already be used outside the runner
-            existing: str | None = yield from call(self.store.saver.latest_checkpoint_id, thread_id)
+            existing: str | None = yield from call(self.store.latest_checkpoint_id, thread_id)
             if existing is not None:
                 raise ThreadExistsError(f"thread {thread_id!r} already has checkpoints; resume it or start with another id")
         thread_id = thread_id or uuid.uuid4().hex
@@ -117,7 +112,7 @@ class RunFlows:
         whole_state = builder is not None and getattr(builder, "output_schema", None) is getattr(builder, "state_schema", None)
         if whole_state and not graph.interrupt_before_nodes and not graph.interrupt_after_nodes:
             # the output already says where the run stopped; skip re-reading the checkpoint
-            latest: str | None = yield from call(self.store.saver.latest_checkpoint_id, thread_id)
+            latest: str | None = yield from call(self.store.latest_checkpoint_id, thread_id)
             pause = pause_from_output(output, thread_id=thread_id, workflow=wf.name, checkpoint_id=latest,
                                       editable=self._editable(wf, graph))
         return (yield from self._settle(wf, graph, thread_id, outcome_if_done=outcome_if_done, pause=pause, new=new))

@@ -13,14 +13,11 @@ from langchain_core.runnables import RunnableConfig
 from hitl_graphs.effects import CONFIG_KEY as EFFECTS_KEY
 from hitl_graphs.effects import EffectLog
 from hitl_graphs.gate import to_json
-from hitl_graphs.ledger import (
-    ReviewRow,
-    ThreadRow,
-)
+from hitl_graphs.storage.base import ReviewRow, ThreadRow
 from hitl_graphs.patches import state_fields
 from hitl_graphs.reviews import Outcome, ReviewRequest, ThreadView
 from hitl_graphs.runtime.driver import Graph
-from hitl_graphs.store import DEFER_KEY
+from hitl_graphs.storage.base import DEFER_KEY
 
 log = logging.getLogger("hitl_graphs")
 

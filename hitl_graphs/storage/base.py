@@ -1,0 +1,236 @@
+"""The storage boundary: what the runtime needs of a database, whatever the database.
+
+A `Store` owns its connection(s), its schema and the schema's migrations, and hands out four
+small interfaces: the `ledger` (threads, reviews, claims, history), `effects` (results of
+`run_once`, remembered approvals), `audit` (reads of the hash chain; appends ride on the
+ledger's transactions) and `feedback` (ratings). Plus LangGraph's saver, for checkpoints.
+
+SQLite (`hitl_graphs.storage.sqlite`) is the first implementation. A backend is done when
+`tests/test_store_contract.py`, one parametrised suite of these promises, passes on it: claim
+once, sweep, the audit chain, effects, recover's bookkeeping.
+
+The row types below are what every backend returns; they are plain frozen dataclasses, not
+pydantic models, because they never leave the process (the CLI and the API show `ThreadView`
+and `ReviewRequest`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol, TextIO
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from hitl_graphs.audit import AuditHead, AuditReport, Event
+from hitl_graphs.feedback import Feedback
+from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStatus
+
+DEFER_KEY = "__hitl_defer"
+"""In a run's `configurable`: a store whose saver can may keep the run's checkpoints for its next
+commit (the ledger's record of where the run stopped), so both commit together. Others ignore it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadRow:
+    thread_id: str
+    workflow: str
+    status: ThreadStatus
+    outcome: Outcome | None
+    error: str | None
+    owner: str | None
+    lease_until: float | None
+    created_at: float
+    updated_at: float
+    started_by: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class NewThread:
+    """A thread's start, as the ledger records it."""
+
+    workflow: str
+    started_by: str | None
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Synced:
+    """What `Ledger.sync` changed and where the thread stands after it."""
+
+    added: list[ReviewRequest]
+    """Reviews recorded for the first time (for notifications)."""
+    thread: ThreadRow
+    pending: list[ReviewRequest]
+    """The thread's pending reviews, oldest first."""
+    decided: list[str]
+    """Reviews decided but not applied yet (a run that stopped mid-way: `recover` applies them)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewRow:
+    request: ReviewRequest
+    status: str
+    checkpoint_id: str | None
+    decision: dict[str, Any] | None
+    decided_at: float | None
+
+    @property
+    def review_id(self) -> str:
+        return self.request.review_id
+
+
+class Liveness(Protocol):
+    """Which runs hold a thread right now: a crashed run's thread can be taken over at once."""
+
+    def hold(self) -> AbstractContextManager[str]:
+        """Mark a run as alive for as long as the block runs; yields its owner string."""
+        ...
+
+    def alive(self, owner: str | None, lease_until: float | None, now: float) -> bool:
+        """Whether the run `owner` (with its lease) still runs."""
+        ...
+
+
+class LedgerStore(Protocol):
+    """Threads, reviews and the history. Every method is one transaction; every write that
+    changes what a person sees appends its audit entries in that same transaction."""
+
+    def alive(self, row: ThreadRow) -> bool:
+        """Whether a live run holds the thread."""
+        ...
+
+    def create_thread(self, thread_id: str, workflow: str, *, owner: str, lease_until: float, data: dict[str, Any],
+                      actor: str | None = None) -> None:
+        """Record a thread about to start. Raises `ThreadExistsError` for an id already used."""
+        ...
+
+    def thread(self, thread_id: str) -> ThreadRow | None: ...
+
+    def take_thread(self, thread_id: str, *, owner: str, lease_until: float,
+                    expect: Sequence[ThreadStatus] | None = None) -> ThreadRow:
+        """Mark a thread as run by `owner` unless a live run holds it (`ThreadBusyError`); with
+        `expect`, only from those statuses, read under the write lock (`NoPendingReviewError`)."""
+        ...
+
+    def claim(self, thread_id: str, review_id: str, decision: Mapping[str, Any], *, owner: str, lease_until: float,
+              by_deadline: bool = False, record: dict[str, Any] | None = None) -> None:
+        """Record a decision if the review is still pending: exactly one caller wins
+        (`AlreadyDecidedError` for the others). A person is refused after the deadline
+        (`ReviewExpiredError`), the sweep (`by_deadline`) before it."""
+        ...
+
+    def reviews(self, thread_id: str, statuses: Iterable[str] = ("pending",)) -> list[ReviewRow]: ...
+
+    def pending(self, *, workflow: str | None = None, roles: Sequence[str] | None = None, limit: int = 50,
+                offset: int = 0) -> list[ReviewRequest]:
+        """Pending reviews, oldest first; with `roles`, those needing no role or one of them."""
+        ...
+
+    def due(self, now: float, *, limit: int = 500) -> list[ReviewRow]:
+        """Pending reviews whose deadline has passed."""
+        ...
+
+    def review(self, thread_id: str, review_id: str) -> ReviewRow | None: ...
+
+    def sync(self, thread_id: str, *, status: ThreadStatus, outcome: Outcome | None, error: str | None,
+             pending: Sequence[tuple[ReviewRequest, str | None]], events: Sequence[Event] = (),
+             new: NewThread | None = None) -> Synced:
+        """Make the ledger agree with the thread's latest checkpoint, in one transaction."""
+        ...
+
+    def threads_with_decided_reviews(self) -> list[str]:
+        """Thread ids holding a decision not applied yet."""
+        ...
+
+    def threads_in(self, status: ThreadStatus) -> list[ThreadRow]: ...
+
+    def fail_thread(self, thread_id: str, error: str, events: Sequence[Event] = ()) -> None: ...
+
+    def recover_attempts(self, thread_id: str) -> int:
+        """How often `recover` ran the thread again since its last start, decision or retry request."""
+        ...
+
+    def add_events(self, thread_id: str, events: Sequence[Event]) -> None: ...
+
+    def started_input(self, thread_id: str) -> Any:
+        """The input the thread was started with (JSON), None if none was recorded."""
+        ...
+
+    def history(self, thread_id: str) -> list[HistoryEntry]: ...
+
+
+class EffectStore(Protocol):
+    """What `run_once`, `record_event` and `AskOncePolicy(scope="workflow")` need."""
+
+    def get(self, thread_id: str, key: str) -> tuple[bool, Any]:
+        """(True, result) if an effect was recorded under `key`, else (False, None)."""
+        ...
+
+    def put(self, thread_id: str, key: str, result: Any) -> None:
+        """Record an effect's result, durably, before the node goes on; a second put keeps the first."""
+        ...
+
+    def record_once(self, thread_id: str, key: str, event: str, data: dict[str, Any]) -> None:
+        """Append `event` to the thread's history unless `key` was recorded before."""
+        ...
+
+    def remembered(self, thread_id: str, tool: str) -> bool:
+        """Whether a person approved `tool` before for this thread's workflow and actor."""
+        ...
+
+    def remember(self, thread_id: str, tool: str, approved_by: str | None) -> bool:
+        """Remember an approval for the thread's workflow and actor; False without an actor."""
+        ...
+
+
+class AuditStore(Protocol):
+    """Reads of the hash-chained history (see `hitl_graphs.audit` for its rules)."""
+
+    def head(self) -> AuditHead: ...
+
+    def verify(self, *, expect_heads: Sequence[AuditHead] = ()) -> AuditReport: ...
+
+    def recorded_decision(self, thread_id: str, review_id: str) -> dict[str, Any] | None:
+        """The decision the log records for a review, if its entry is intact."""
+        ...
+
+    def export(self, out: TextIO, *, thread_id: str | None = None) -> int: ...
+
+
+class FeedbackStore(Protocol):
+    """Ratings of finished threads."""
+
+    def record(self, fb: Feedback) -> None: ...
+
+    def listing(self, *, workflow: str | None = None, unexported: bool = False) -> list[tuple[int, Feedback]]:
+        """Ratings with their row ids, oldest first."""
+        ...
+
+    def mark_exported(self, row_id: int) -> None: ...
+
+
+class Store(Protocol):
+    """An open database: LangGraph's saver and our tables, behind one boundary.
+
+    Close it (or use it as a context manager) to release its connections."""
+
+    location: str
+    """Where it is: a file path or a URL (without a password), for messages."""
+    saver: BaseCheckpointSaver[Any]
+    ledger: LedgerStore
+    effects: EffectStore
+    audit: AuditStore
+    feedback: FeedbackStore
+    marks: Liveness
+
+    def latest_checkpoint_id(self, thread_id: str) -> str | None:
+        """The id of the thread's latest checkpoint (top level), None if it has none: cheap."""
+        ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Store: ...
+
+    def __exit__(self, *exc: object) -> None: ...

@@ -1,0 +1,396 @@
+"""The ledger on SQLite: threads, reviews and history beside LangGraph's checkpoints.
+
+LangGraph's savers have no index of "waiting for a person", no claim on a decision and no record
+of who decided what. The ledger keeps three tables (created by `schema`):
+
+- `hitl_threads`: one row per thread started through the runner: workflow, status, and while a
+  process runs it, that process (`owner`) and a lease, so a crash can be told from a long run.
+- `hitl_reviews`: one row per review: pending -> decided -> applied (or superseded / cancelled),
+  the request shown and the decision taken. Listing pending reviews is an index range scan.
+- `hitl_events`: the append-only, hash-chained history of every thread (see `audit`).
+
+Claiming a decision is one `BEGIN IMMEDIATE` transaction that moves a review from `pending` to
+`decided` only if it still is pending: across processes, exactly one claim wins.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from hitl_graphs.audit import Event
+from hitl_graphs.errors import (
+    AlreadyDecidedError,
+    NoPendingReviewError,
+    ReviewExpiredError,
+    ReviewNotPendingError,
+    ThreadBusyError,
+    ThreadExistsError,
+    UnknownThreadError,
+)
+from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStatus
+from hitl_graphs.storage.base import NewThread, ReviewRow, Synced, ThreadRow
+from hitl_graphs.storage.sqlite.audit import append
+from hitl_graphs.storage.sqlite.connection import write_pending, write_transaction
+from hitl_graphs.storage.sqlite.liveness import RunMarks
+
+
+class SqliteLedger:
+    """SQL for the ledger tables. Every method is one transaction."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock, marks: RunMarks | None = None) -> None:
+        self.conn = conn
+        self.lock = lock
+        self.marks = marks if marks is not None else RunMarks(None)
+
+    def alive(self, row: ThreadRow) -> bool:
+        """Whether a live run holds the thread (see `hitl_graphs.liveness`)."""
+        return row.status == "running" and self.marks.alive(row.owner, row.lease_until, time.time())
+
+    @contextmanager
+    def _tx(self, *, flush: bool = False, pending_first: bool = True) -> Iterator[sqlite3.Connection]:
+        """A write transaction. Only a decision waits for the disk flush on its own; the other
+        rows keep books and are flushed by the next flushed commit (see `write_transaction`)."""
+        with write_transaction(self.conn, self.lock, flush=flush, pending_first=pending_first) as c:
+            yield c
+
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self.lock:
+            return self.conn.execute(sql, args).fetchall()
+
+    # -- threads ---------------------------------------------------------------------------
+
+    def create_thread(
+        self, thread_id: str, workflow: str, *, owner: str, lease_until: float, data: dict[str, Any], actor: str | None = None
+    ) -> None:
+        """Record a thread about to start; refuses an id already used."""
+        with self._tx() as c:
+            self._insert_thread(c, thread_id, NewThread(workflow, actor, data), owner, lease_until, time.time())
+
+    @staticmethod
+    def _insert_thread(c: sqlite3.Connection, thread_id: str, new: NewThread, owner: str | None,
+                       lease_until: float | None, now: float) -> None:
+        row = c.execute("SELECT status FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone()
+        if row is not None:
+            raise ThreadExistsError(f"thread {thread_id!r} already exists (status {row[0]}); resume it or start with another id")
+        c.execute(
+            "INSERT INTO hitl_threads VALUES (?, ?, 'running', NULL, NULL, ?, ?, ?, ?, ?)",
+            (thread_id, new.workflow, owner, lease_until, now, now, new.started_by),
+        )
+        append(c, thread_id, [Event("started", actor=new.started_by, data=new.data)], now)
+
+    def thread(self, thread_id: str) -> ThreadRow | None:
+        rows = self._read("SELECT * FROM hitl_threads WHERE thread_id = ?", (thread_id,))
+        return ThreadRow(*rows[0]) if rows else None
+
+    def take_thread(
+        self, thread_id: str, *, owner: str, lease_until: float, expect: Sequence[ThreadStatus] | None = None
+    ) -> ThreadRow:
+        """Mark a thread as run by `owner` unless a live process already runs it.
+
+        With `expect`, only a thread in one of those statuses, read under the write lock (so a
+        run that finished a moment ago is not taken for the paused thread it was).
+
+        Raises:
+            ThreadBusyError: a live run holds it.
+            NoPendingReviewError: its status is not one of `expect`.
+        """
+        now = time.time()
+        with self._tx() as c:
+            row = self._thread_for_update(c, thread_id, owner, now)
+            if expect is not None and row.status not in expect:
+                ended = f" ({row.outcome})" if row.outcome else ""
+                raise NoPendingReviewError(
+                    f"thread {thread_id!r} is {row.status}{ended}, not {' or '.join(expect)}; nothing was changed"
+                )
+            c.execute(
+                "UPDATE hitl_threads SET status = 'running', owner = ?, lease_until = ?, updated_at = ? WHERE thread_id = ?",
+                (owner, lease_until, now, thread_id),
+            )
+            return row
+
+    def _thread_for_update(self, c: sqlite3.Connection, thread_id: str, owner: str, now: float) -> ThreadRow:
+        got = c.execute("SELECT * FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone()
+        if got is None:
+            raise UnknownThreadError(f"thread {thread_id!r} does not exist")
+        row = ThreadRow(*got)
+        if row.status == "running" and row.owner != owner and self.marks.alive(row.owner, row.lease_until, now):
+            raise ThreadBusyError(
+                f"thread {thread_id!r} is being run by another process ({row.owner}); retry once it pauses"
+            )
+        return row
+
+    # -- reviews ---------------------------------------------------------------------------
+
+    def claim(
+        self,
+        thread_id: str,
+        review_id: str,
+        decision: Mapping[str, Any],
+        *,
+        owner: str,
+        lease_until: float,
+        by_deadline: bool = False,
+        record: dict[str, Any] | None = None,
+    ) -> None:
+        """Record a decision if the review is still pending; exactly one caller wins.
+
+        A person's decision is refused once the review's deadline has passed, and the sweep's
+        (`by_deadline`) before it: so a person and the sweep racing at the deadline cannot both win.
+        `record` is extra audit data (e.g. the values a `Modify` replaced).
+
+        Raises:
+            AlreadyDecidedError: someone decided it first (names who and what).
+            ReviewNotPendingError: no such pending review.
+            ThreadBusyError: another live process runs the thread right now.
+        """
+        now = time.time()
+        with self._tx(flush=True) as c:
+            got = c.execute(
+                "SELECT status, decision, deadline FROM hitl_reviews WHERE thread_id = ? AND review_id = ?",
+                (thread_id, review_id),
+            ).fetchone()
+            if got is None:
+                raise ReviewNotPendingError(f"thread {thread_id!r} has no review {review_id!r}")
+            status, prior, deadline = got
+            if status in ("decided", "applied"):
+                raise AlreadyDecidedError(_already(thread_id, review_id, status, prior))
+            if status != "pending":
+                raise ReviewNotPendingError(f"review {review_id!r} of thread {thread_id!r} is {status}, not pending")
+            if deadline is not None and not by_deadline and now >= deadline:
+                raise ReviewExpiredError(
+                    f"review {review_id!r} of thread {thread_id!r} expired at {_iso(deadline)}; its default decision "
+                    "applies at the next sweep (`hitl sweep`)"
+                )
+            if by_deadline and (deadline is None or now < deadline):
+                raise ReviewNotPendingError(f"review {review_id!r} of thread {thread_id!r} has not expired")
+            self._thread_for_update(c, thread_id, owner, now)
+            c.execute(
+                "UPDATE hitl_reviews SET status = 'decided', decision = ?, decided_at = ? "
+                "WHERE thread_id = ? AND review_id = ?",
+                (json.dumps(decision), now, thread_id, review_id),
+            )
+            c.execute(
+                "UPDATE hitl_threads SET status = 'running', owner = ?, lease_until = ?, updated_at = ? WHERE thread_id = ?",
+                (owner, lease_until, now, thread_id),
+            )
+            data = {**decision, **(record or {}), "by": "deadline" if by_deadline else "person"}
+            append(c, thread_id, [Event("decided", review_id, decision.get("actor"), data)], now)
+
+    def reviews(self, thread_id: str, statuses: Iterable[str] = ("pending",)) -> list[ReviewRow]:
+        wanted = tuple(statuses)
+        marks = ",".join("?" * len(wanted))
+        rows = self._read(
+            "SELECT request, status, checkpoint_id, decision, decided_at FROM hitl_reviews "
+            f"WHERE thread_id = ? AND status IN ({marks}) ORDER BY created_at, review_id",
+            (thread_id, *wanted),
+        )
+        return [_review_row(r) for r in rows]
+
+    def pending(
+        self, *, workflow: str | None = None, roles: Sequence[str] | None = None, limit: int = 50, offset: int = 0
+    ) -> list[ReviewRequest]:
+        """Pending reviews, oldest first: an index range scan, whatever the number of threads.
+
+        With `roles`, only reviews that need no role or one of `roles`.
+        """
+        where, args = ["status = 'pending'"], []
+        if workflow is not None:
+            where.append("workflow = ?")
+            args.append(workflow)
+        if roles is not None:
+            marks = ",".join("?" * len(roles))
+            where.append(f"(required_role IS NULL OR required_role IN ({marks}))" if roles else "required_role IS NULL")
+            args.extend(roles)
+        rows = self._read(
+            f"SELECT request FROM hitl_reviews WHERE {' AND '.join(where)} ORDER BY created_at, review_id LIMIT ? OFFSET ?",
+            (*args, limit, offset),
+        )
+        return [ReviewRequest.model_validate_json(r[0]) for r in rows]
+
+    def due(self, now: float, *, limit: int = 500) -> list[ReviewRow]:
+        """Pending reviews whose deadline has passed (uses the partial deadline index)."""
+        rows = self._read(
+            "SELECT request, status, checkpoint_id, decision, decided_at FROM hitl_reviews "
+            "WHERE status = 'pending' AND deadline IS NOT NULL AND deadline <= ? ORDER BY deadline LIMIT ?",
+            (now, limit),
+        )
+        return [_review_row(r) for r in rows]
+
+    def review(self, thread_id: str, review_id: str) -> ReviewRow | None:
+        rows = self._read(
+            "SELECT request, status, checkpoint_id, decision, decided_at FROM hitl_reviews WHERE thread_id = ? AND review_id = ?",
+            (thread_id, review_id),
+        )
+        return _review_row(rows[0]) if rows else None
+
+    # -- syncing from a checkpoint ---------------------------------------------------------
+
+    def sync(
+        self,
+        thread_id: str,
+        *,
+        status: ThreadStatus,
+        outcome: Outcome | None,
+        error: str | None,
+        pending: Sequence[tuple[ReviewRequest, str | None]],
+        events: Sequence[Event] = (),
+        new: NewThread | None = None,
+    ) -> Synced:
+        """Make the ledger agree with the thread's latest checkpoint, in one transaction.
+
+        `pending` is what the checkpoint shows as waiting (each with the checkpoint id it was
+        raised on). New reviews are added; decided reviews no longer waiting become `applied` once
+        the run has settled (paused again or done; a run that stopped mid-way keeps them `decided`
+        for `recover`); pending ones no longer waiting were answered outside the runner and become
+        `superseded`. `new` records the thread's start in the same transaction (a thread whose
+        id nobody knows before its first run returns). Returns what changed and where the thread
+        now stands, so the caller needs no second read.
+        """
+        now = time.time()
+        waiting = {r.review_id for r, _ in pending}
+        settled = status in ("paused", "done")
+        log = list(events)
+        added: list[ReviewRequest] = []
+        open_reviews: list[ReviewRequest] = []
+        decided: list[str] = []
+        with self._tx(pending_first=new is None) as c:
+            if new is not None:
+                self._insert_thread(c, thread_id, new, None, None, now)
+                write_pending(c)  # what the run recorded goes after its start in the history
+            known = {rid: (st, req) for rid, st, req in c.execute(
+                "SELECT review_id, status, request FROM hitl_reviews WHERE thread_id = ? ORDER BY created_at, review_id",
+                (thread_id,)).fetchall()}
+            for review_id, (old, request) in known.items():
+                if review_id in waiting:
+                    if old == "pending":
+                        open_reviews.append(ReviewRequest.model_validate_json(request))
+                    elif old == "decided":
+                        decided.append(review_id)
+                    continue
+                if old == "decided" and settled:
+                    c.execute(
+                        "UPDATE hitl_reviews SET status = 'applied', applied_at = ? WHERE thread_id = ? AND review_id = ?",
+                        (now, thread_id, review_id),
+                    )
+                    log.append(Event("applied", review_id))
+                elif old == "decided":
+                    decided.append(review_id)
+                elif old == "pending":
+                    new_status = "cancelled" if outcome == "cancelled" else "superseded"
+                    c.execute(
+                        "UPDATE hitl_reviews SET status = ? WHERE thread_id = ? AND review_id = ?",
+                        (new_status, thread_id, review_id),
+                    )
+                    log.append(Event(f"review_{new_status}", review_id))
+            for review, checkpoint_id in pending:
+                if review.review_id in known:
+                    continue
+                added.append(review)
+                c.execute(
+                    "INSERT INTO hitl_reviews (thread_id, review_id, workflow, status, checkpoint_id, request, created_at, "
+                    "deadline, required_role) VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?)",
+                    (thread_id, review.review_id, review.workflow, checkpoint_id, review.model_dump_json(),
+                     review.created_at.timestamp(), review.deadline.timestamp() if review.deadline else None,
+                     review.required_role),
+                )
+                log.append(Event("review_requested", review.review_id, data={
+                    "node": review.node, "kind": review.kind, "position": review.position, "title": review.title,
+                    "payload": review.payload, "payload_hash": review.payload_hash,
+                    "required_role": review.required_role,
+                    "deadline": review.deadline.isoformat() if review.deadline else None,
+                }))
+            got = c.execute("SELECT * FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone()
+            if got is None:
+                raise UnknownThreadError(f"thread {thread_id!r} does not exist")
+            prev = ThreadRow(*got)
+            c.execute(
+                "UPDATE hitl_threads SET status = ?, outcome = ?, error = ?, owner = NULL, lease_until = NULL, "
+                "updated_at = ? WHERE thread_id = ?",
+                (status, outcome, error, now, thread_id),
+            )
+            if (prev.status, prev.outcome) != (status, outcome) and status in ("done", "failed"):
+                log.append(Event("failed" if status == "failed" else (outcome or "completed"),
+                                 data={"error": error} if error else None))
+            append(c, thread_id, log, now)
+        row = replace(prev, status=status, outcome=outcome, error=error, owner=None, lease_until=None, updated_at=now)
+        return Synced(added=added, thread=row, decided=decided,
+                      pending=[*open_reviews, *sorted(added, key=lambda r: (r.created_at, r.review_id))])
+
+    def threads_with_decided_reviews(self) -> list[str]:
+        """Thread ids holding a decision not applied yet (uses the partial index of those)."""
+        return [r[0] for r in self._read("SELECT DISTINCT thread_id FROM hitl_reviews WHERE status = 'decided'")]
+
+    def threads_in(self, status: ThreadStatus) -> list[ThreadRow]:
+        """Threads whose status is `status`."""
+        return [ThreadRow(*r) for r in self._read("SELECT * FROM hitl_threads WHERE status = ?", (status,))]
+
+    def fail_thread(self, thread_id: str, error: str, events: Sequence[Event] = ()) -> None:
+        """Mark a thread failed with `error` (nobody runs it any more), recording `events`."""
+        now = time.time()
+        with self._tx(flush=True) as c:
+            c.execute("UPDATE hitl_threads SET status = 'failed', error = ?, owner = NULL, lease_until = NULL, updated_at = ? "
+                      "WHERE thread_id = ?", (error, now, thread_id))
+            append(c, thread_id, [*events, Event("failed", data={"error": error})], now)
+
+    def recover_attempts(self, thread_id: str) -> int:
+        """How often `recover` ran the thread again since its last start, decision or retry request."""
+        rows = self._read(
+            "SELECT count(*) FROM hitl_events WHERE thread_id = ? AND event = 'recovering' AND seq > coalesce(("
+            "SELECT max(seq) FROM hitl_events WHERE thread_id = ? AND event IN ('started', 'decided', 'retry_requested')"
+            "), 0)",
+            (thread_id, thread_id),
+        )
+        return int(rows[0][0])
+
+    def add_events(self, thread_id: str, events: Sequence[Event]) -> None:
+        with self._tx() as c:
+            append(c, thread_id, events, time.time())
+
+    def started_input(self, thread_id: str) -> Any:
+        """The input the thread was started with (JSON), None if none was recorded."""
+        rows = self._read("SELECT data FROM hitl_events WHERE thread_id = ? AND event = 'started' ORDER BY seq LIMIT 1",
+                          (thread_id,))
+        return json.loads(rows[0][0]).get("input") if rows else None
+
+    def history(self, thread_id: str) -> list[HistoryEntry]:
+        rows = self._read(
+            "SELECT seq, thread_id, review_id, event, actor, data, at FROM hitl_events WHERE thread_id = ? ORDER BY seq",
+            (thread_id,),
+        )
+        return [
+            HistoryEntry(seq=seq, thread_id=t, review_id=r, event=e, actor=a, data=json.loads(d),
+                         at=datetime.fromtimestamp(at, UTC))
+            for seq, t, r, e, a, d, at in rows
+        ]
+
+
+def _review_row(row: tuple[Any, ...]) -> ReviewRow:
+    request, status, checkpoint_id, decision, decided_at = row
+    return ReviewRow(
+        request=ReviewRequest.model_validate_json(request),
+        status=status,
+        checkpoint_id=checkpoint_id,
+        decision=json.loads(decision) if decision else None,
+        decided_at=decided_at,
+    )
+
+
+def _already(thread_id: str, review_id: str, status: str, prior: str | None) -> str:
+    d = json.loads(prior) if prior else {}
+    who = f" by {d['actor']}" if d.get("actor") else ""
+    return (
+        f"review {review_id!r} of thread {thread_id!r} was already decided ({d.get('kind', '?')}{who}); "
+        f"it is {status} and cannot be decided again"
+    )
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
