@@ -142,3 +142,42 @@ def test_a_server_that_is_down_is_one_line_naming_the_url_without_its_password()
 def test_a_malformed_url_is_one_line_naming_the_fix() -> None:
     with pytest.raises(StorageError, match=r"^cannot connect to PostgreSQL at postgresql://nohost:notaport/x: .*check the URL"):
         migrate("postgresql://nohost:notaport/x")
+
+
+def test_a_database_from_a_newer_release_is_refused_and_left_unchanged(pg_db_url: str) -> None:
+    from hitl_graphs.errors import SchemaVersionError
+    from hitl_graphs.storage import open_store
+
+    migrate(pg_db_url)
+    with connect(pg_db_url) as conn:
+        conn.execute("UPDATE hitl_meta SET value = '99' WHERE key = 'schema_version'")
+    newer = r"has schema version 99, newer than this hitl_graphs reads \(1\); upgrade hitl-graphs"
+    with pytest.raises(SchemaVersionError, match=newer):
+        open_store(pg_db_url)
+    with pytest.raises(SchemaVersionError, match=newer):
+        migrate(pg_db_url)
+    with connect(pg_db_url) as conn:
+        assert conn.execute("SELECT value FROM hitl_meta").fetchall() == [{"value": "99"}]
+
+
+def test_the_runner_pauses_and_resumes_a_workflow_on_postgres(pg_db_url: str, effects_file: Path) -> None:
+    """The switch is the location: `Runner.open("postgresql://...")` runs the same review cycle,
+    and a second runner (another process, as far as the server can tell) answers it once."""
+    from hitl_graphs import Approve, Runner
+    from hitl_graphs.errors import AlreadyDecidedError
+    from tests.workflows import WORKFLOWS, effects
+
+    with Runner.open(pg_db_url, workflows=WORKFLOWS) as first:
+        paused = first.start("charge", {"amount": 7})
+    assert paused.status == "paused" and effects() == []
+
+    with Runner.open(pg_db_url, workflows=WORKFLOWS) as second, Runner.open(pg_db_url, workflows=WORKFLOWS) as third:
+        (review,) = second.pending()
+        assert (review.thread_id, review.title, review.payload) == (paused.thread_id, "Charge the card?", {"amount": 7})
+        done = second.resume(paused.thread_id, Approve(actor="ana"))
+        assert (done.status, done.state["receipt"]) == ("done", {"id": "rcpt-1", "amount": 7})
+        with pytest.raises(AlreadyDecidedError, match="already decided .approve by ana."):
+            third.resume(paused.thread_id, Approve(actor="bob"), review_id=review.review_id)
+        assert [e.event for e in third.history(paused.thread_id)] == [
+            "started", "review_requested", "decided", "applied", "completed", "refused"]  # refusals are audited too
+    assert effects() == ["charge:7"]

@@ -1,5 +1,9 @@
 """Create or upgrade the PostgreSQL schema, safe when many processes do it at once.
 
+Two parts, in order: LangGraph's checkpoint tables (`PostgresSaver.setup()`, which keeps its own
+version table), then ours (`schema`, with a version row; a database from a newer hitl_graphs is
+refused with one line and left unchanged).
+
 Workers and servers call `migrate(url)` when they start, so several may run it at the same moment
 on an empty database. LangGraph's `PostgresSaver.setup()` is not safe under that race: it reads the
 migration version, then inserts it, with no lock, and two callers fail on duplicate keys. So every
@@ -25,6 +29,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.rows import DictRow
 
 from hitl_graphs.errors import DatabaseBusyError, StorageError
+from hitl_graphs.storage.postgres import schema
 from hitl_graphs.storage.postgres.connection import connect, redact
 
 #: The advisory lock every migration takes: b"hitl" in the high half, 1 ("schema") in the low half.
@@ -54,7 +59,9 @@ def migrate(url: str, *, lock_timeout: float = 120.0, poll_interval: float = 0.0
     with connect(url) as conn:
         _lock(conn, url, lock_timeout=lock_timeout, poll_interval=poll_interval)
         try:
+            schema.refuse_newer(schema.read_version(conn), url)
             PostgresSaver(conn).setup()
+            schema.apply(conn, url)
         except psycopg.Error as exc:
             raise StorageError(f"migrating {redact(url)} failed: {' '.join(str(exc).split())}") from exc
         finally:
