@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from hitl_graphs import Runner
+from tests import pg_server
 from tests.workflows import WORKFLOWS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +33,38 @@ def effects_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def runner(db: str, effects_file: Path) -> Iterator[Runner]:
     with Runner.open(db, workflows=WORKFLOWS) as r:
         yield r
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[pg_server.PgServer]:
+    """A throwaway PostgreSQL server for the whole session (see tests/pg_server.py). Absent
+    PostgreSQL fails the test with one line saying what to install: these tests never skip."""
+    try:
+        server = pg_server.start_server()
+    except pg_server.PostgresUnavailable as exc:
+        reason = str(exc)
+    else:
+        reason = ""
+    if reason:
+        pytest.fail(reason, pytrace=False)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres_server: pg_server.PgServer) -> str:
+    """`postgresql://postgres@127.0.0.1:PORT/hitl`: one database shared by the session."""
+    return postgres_server.url("hitl")
+
+
+@pytest.fixture
+def pg_db_url(postgres_server: pg_server.PgServer) -> Iterator[str]:
+    """A fresh, empty database for one test, dropped after it."""
+    url = pg_server.create_database(postgres_server)
+    yield url
+    pg_server.drop_database(postgres_server, url)
 
 
 def fingerprint(db: str, thread_id: str) -> dict[str, Any]:

@@ -38,8 +38,15 @@ def _sqlite(tmp_path: Path) -> str:
     return str(tmp_path / "contract.sqlite")
 
 
+def _postgres(request: pytest.FixtureRequest) -> str:
+    """A fresh database on the session's throwaway server (tests/pg_server.py)."""
+    url: str = request.getfixturevalue("pg_db_url")
+    return url
+
+
 BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
     "sqlite": lambda request, tmp_path: _sqlite(tmp_path),
+    "postgres": lambda request, tmp_path: _postgres(request),
 }
 """name -> a function giving a fresh, empty database's location for one test."""
 

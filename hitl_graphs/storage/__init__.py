@@ -26,10 +26,14 @@ from hitl_graphs.storage.base import (
 )
 from hitl_graphs.storage.sqlite import DB_ENV, HitlSqliteSaver, SqliteStore, default_db_path
 
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+"""A location starting with one of these opens the PostgreSQL store (`pip install 'hitl-graphs[postgres]'`)."""
+
 
 def open_store(location: str | os.PathLike[str] | None = None, **options: Any) -> Store:
     """Open the store at `location`: a SQLite file path (default `$HITL_DB`, else
-    `checkpoints/hitl.sqlite`) or `":memory:"`. `options` go to the store's constructor.
+    `checkpoints/hitl.sqlite`), `":memory:"`, or a `postgresql://` URL (the PostgreSQL store,
+    `hitl_graphs.storage.postgres`). `options` go to the store's constructor.
 
     Example:
         >>> with open_store(":memory:") as store:
@@ -40,9 +44,13 @@ def open_store(location: str | os.PathLike[str] | None = None, **options: Any) -
         ConfigError: a URL of a database this release cannot open.
     """
     text = os.fspath(location) if location is not None else None
+    if text is not None and text.startswith(POSTGRES_SCHEMES):
+        from hitl_graphs.storage.postgres import PostgresStore  # needs the postgres extra
+
+        return PostgresStore(text, **options)
     if text is not None and "://" in text:
         scheme = text.split("://", 1)[0]
-        raise ConfigError(f"cannot open {scheme}:// databases: hitl_graphs stores in SQLite files; pass a file path")
+        raise ConfigError(f"cannot open {scheme}:// databases: pass a SQLite file path or a postgresql:// URL")
     return SqliteStore(text, **options)
 
 

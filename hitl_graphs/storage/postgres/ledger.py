@@ -1,0 +1,304 @@
+"""The ledger on PostgreSQL: threads, reviews and history, for many processes on many machines.
+
+The same promises as SQLite's ledger (`hitl_graphs.storage.base.LedgerStore`; the tables are in
+`schema`), re-thought for a server where SQLite takes one write lock for everything:
+
+- A claim is one conditional `UPDATE ... WHERE status = 'pending' AND <deadline rule> RETURNING`.
+  Under READ COMMITTED a second claim blocks on the row until the first commits, then re-checks the
+  WHERE, finds the review decided and updates nothing: exactly one wins, and the loser reads who
+  won in the same transaction to say so. A person and the deadline sweep are told apart by the
+  deadline rule in that same WHERE, so they cannot both win either.
+- A thread is taken with `SELECT ... FOR UPDATE` on its row, so two runs cannot both take it.
+- Rows are locked in one order (reviews, then the thread, then the audit head) so that
+  transactions wait for each other rather than deadlock.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from psycopg.rows import DictRow
+from psycopg_pool import ConnectionPool
+
+from hitl_graphs.audit import Event
+from hitl_graphs.errors import (
+    AlreadyDecidedError,
+    NoPendingReviewError,
+    ReviewExpiredError,
+    ReviewNotPendingError,
+    ThreadBusyError,
+    ThreadExistsError,
+    UnknownThreadError,
+)
+from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStatus
+from hitl_graphs.storage.base import Liveness, NewThread, ReviewRow, Synced, ThreadRow
+from hitl_graphs.storage.postgres.audit import append
+
+Conn = psycopg.Connection[DictRow]
+_THREAD = "thread_id, workflow, status, outcome, error, owner, lease_until, created_at, updated_at, started_by"
+_REVIEW = "request, status, checkpoint_id, decision, decided_at"
+
+
+class PostgresLedger:
+    """SQL for the ledger tables. Every method is one transaction on a pooled connection."""
+
+    def __init__(self, pool: ConnectionPool[Conn], marks: Liveness, key: bytes | None) -> None:
+        self.pool = pool
+        self.marks = marks
+        self.key = key
+
+    def alive(self, row: ThreadRow) -> bool:
+        return row.status == "running" and self.marks.alive(row.owner, row.lease_until, time.time())
+
+    @contextmanager
+    def _tx(self) -> Iterator[Conn]:
+        with self.pool.connection() as c, c.transaction():
+            yield c
+
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[DictRow]:
+        with self.pool.connection() as c:
+            return c.execute(sql, args).fetchall()
+
+    def _append(self, c: Conn, thread_id: str, events: Sequence[Event], now: float) -> None:
+        append(c, thread_id, events, now, self.key)
+
+    # -- threads ---------------------------------------------------------------------------
+
+    def create_thread(self, thread_id: str, workflow: str, *, owner: str, lease_until: float, data: dict[str, Any],
+                      actor: str | None = None) -> None:
+        with self._tx() as c:
+            self._insert_thread(c, thread_id, NewThread(workflow, actor, data), owner, lease_until, time.time())
+
+    def _insert_thread(self, c: Conn, thread_id: str, new: NewThread, owner: str | None, lease_until: float | None,
+                       now: float) -> None:
+        inserted = c.execute(
+            f"INSERT INTO hitl_threads ({_THREAD}) VALUES (%s, %s, 'running', NULL, NULL, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (thread_id) DO NOTHING RETURNING thread_id",
+            (thread_id, new.workflow, owner, lease_until, now, now, new.started_by),
+        ).fetchone()
+        if inserted is None:
+            row = c.execute("SELECT status FROM hitl_threads WHERE thread_id = %s", (thread_id,)).fetchone()
+            status = row["status"] if row else "?"
+            raise ThreadExistsError(f"thread {thread_id!r} already exists (status {status}); resume it or start with another id")
+        self._append(c, thread_id, [Event("started", actor=new.started_by, data=new.data)], now)
+
+    def thread(self, thread_id: str) -> ThreadRow | None:
+        rows = self._read(f"SELECT {_THREAD} FROM hitl_threads WHERE thread_id = %s", (thread_id,))
+        return ThreadRow(**rows[0]) if rows else None
+
+    def take_thread(self, thread_id: str, *, owner: str, lease_until: float,
+                    expect: Sequence[ThreadStatus] | None = None) -> ThreadRow:
+        now = time.time()
+        with self._tx() as c:
+            row = self._thread_for_update(c, thread_id, owner, now)
+            if expect is not None and row.status not in expect:
+                ended = f" ({row.outcome})" if row.outcome else ""
+                raise NoPendingReviewError(
+                    f"thread {thread_id!r} is {row.status}{ended}, not {' or '.join(expect)}; nothing was changed"
+                )
+            c.execute("UPDATE hitl_threads SET status = 'running', owner = %s, lease_until = %s, updated_at = %s "
+                      "WHERE thread_id = %s", (owner, lease_until, now, thread_id))
+            return row
+
+    def _thread_for_update(self, c: Conn, thread_id: str, owner: str, now: float) -> ThreadRow:
+        got = c.execute(f"SELECT {_THREAD} FROM hitl_threads WHERE thread_id = %s FOR UPDATE", (thread_id,)).fetchone()
+        if got is None:
+            raise UnknownThreadError(f"thread {thread_id!r} does not exist")
+        row = ThreadRow(**got)
+        if row.status == "running" and row.owner != owner and self.marks.alive(row.owner, row.lease_until, now):
+            raise ThreadBusyError(f"thread {thread_id!r} is being run by another process ({row.owner}); retry once it pauses")
+        return row
+
+    # -- reviews ---------------------------------------------------------------------------
+
+    def claim(self, thread_id: str, review_id: str, decision: Mapping[str, Any], *, owner: str, lease_until: float,
+              by_deadline: bool = False, record: dict[str, Any] | None = None) -> None:
+        """Record a decision if the review is still pending: one conditional UPDATE, one winner."""
+        now = time.time()
+        rule = "deadline IS NOT NULL AND deadline <= %s" if by_deadline else "(deadline IS NULL OR deadline > %s)"
+        with self._tx() as c:
+            won = c.execute(
+                "UPDATE hitl_reviews SET status = 'decided', decision = %s, decided_at = %s "
+                f"WHERE thread_id = %s AND review_id = %s AND status = 'pending' AND {rule} RETURNING review_id",
+                (json.dumps(decision), now, thread_id, review_id, now),
+            ).fetchone()
+            if won is None:
+                self._refuse(c, thread_id, review_id, by_deadline)
+            self._thread_for_update(c, thread_id, owner, now)  # a live run holds it: the claim rolls back
+            c.execute("UPDATE hitl_threads SET status = 'running', owner = %s, lease_until = %s, updated_at = %s "
+                      "WHERE thread_id = %s", (owner, lease_until, now, thread_id))
+            data = {**decision, **(record or {}), "by": "deadline" if by_deadline else "person"}
+            self._append(c, thread_id, [Event("decided", review_id, decision.get("actor"), data)], now)
+
+    @staticmethod
+    def _refuse(c: Conn, thread_id: str, review_id: str, by_deadline: bool) -> None:
+        """Why a claim updated nothing, read after any winner committed (READ COMMITTED)."""
+        got = c.execute("SELECT status, decision, deadline FROM hitl_reviews WHERE thread_id = %s AND review_id = %s",
+                        (thread_id, review_id)).fetchone()
+        if got is None:
+            raise ReviewNotPendingError(f"thread {thread_id!r} has no review {review_id!r}")
+        status, prior, deadline = got["status"], got["decision"], got["deadline"]
+        if status in ("decided", "applied"):
+            d = json.loads(prior) if prior else {}
+            who = f" by {d['actor']}" if d.get("actor") else ""
+            raise AlreadyDecidedError(f"review {review_id!r} of thread {thread_id!r} was already decided "
+                                      f"({d.get('kind', '?')}{who}); it is {status} and cannot be decided again")
+        if status != "pending":
+            raise ReviewNotPendingError(f"review {review_id!r} of thread {thread_id!r} is {status}, not pending")
+        if by_deadline:
+            raise ReviewNotPendingError(f"review {review_id!r} of thread {thread_id!r} has not expired")
+        raise ReviewExpiredError(
+            f"review {review_id!r} of thread {thread_id!r} expired at {_iso(deadline)}; its default decision "
+            "applies at the next sweep (`hitl sweep`)"
+        )
+
+    def reviews(self, thread_id: str, statuses: Iterable[str] = ("pending",)) -> list[ReviewRow]:
+        rows = self._read(f"SELECT {_REVIEW} FROM hitl_reviews WHERE thread_id = %s AND status = ANY(%s) "
+                          "ORDER BY created_at, review_id", (thread_id, list(statuses)))
+        return [_review_row(r) for r in rows]
+
+    def pending(self, *, workflow: str | None = None, roles: Sequence[str] | None = None, limit: int = 50,
+                offset: int = 0) -> list[ReviewRequest]:
+        where, args = ["status = 'pending'"], []
+        if workflow is not None:
+            where.append("workflow = %s")
+            args.append(workflow)
+        if roles is not None:
+            where.append("(required_role IS NULL OR required_role = ANY(%s))")
+            args.append(list(roles))
+        rows = self._read(f"SELECT request FROM hitl_reviews WHERE {' AND '.join(where)} "
+                          "ORDER BY created_at, review_id LIMIT %s OFFSET %s", (*args, limit, offset))
+        return [ReviewRequest.model_validate_json(r["request"]) for r in rows]
+
+    def due(self, now: float, *, limit: int = 500) -> list[ReviewRow]:
+        rows = self._read(f"SELECT {_REVIEW} FROM hitl_reviews WHERE status = 'pending' AND deadline IS NOT NULL "
+                          "AND deadline <= %s ORDER BY deadline LIMIT %s", (now, limit))
+        return [_review_row(r) for r in rows]
+
+    def review(self, thread_id: str, review_id: str) -> ReviewRow | None:
+        rows = self._read(f"SELECT {_REVIEW} FROM hitl_reviews WHERE thread_id = %s AND review_id = %s",
+                          (thread_id, review_id))
+        return _review_row(rows[0]) if rows else None
+
+    # -- syncing from a checkpoint ---------------------------------------------------------
+
+    def sync(self, thread_id: str, *, status: ThreadStatus, outcome: Outcome | None, error: str | None,
+             pending: Sequence[tuple[ReviewRequest, str | None]], events: Sequence[Event] = (),
+             new: NewThread | None = None) -> Synced:
+        """Make the ledger agree with the thread's latest checkpoint, in one transaction (the rules
+        are SQLite's: see `SqliteLedger.sync`)."""
+        now = time.time()
+        waiting = {r.review_id for r, _ in pending}
+        settled = status in ("paused", "done")
+        log = list(events)
+        added: list[ReviewRequest] = []
+        open_reviews: list[ReviewRequest] = []
+        decided: list[str] = []
+        with self._tx() as c:
+            if new is not None:
+                self._insert_thread(c, thread_id, new, None, None, now)  # its start first in the history
+            known = {r["review_id"]: (r["status"], r["request"]) for r in c.execute(
+                "SELECT review_id, status, request FROM hitl_reviews WHERE thread_id = %s "
+                "ORDER BY created_at, review_id FOR UPDATE", (thread_id,))}
+            for review_id, (old, request) in known.items():
+                if review_id in waiting:
+                    if old == "pending":
+                        open_reviews.append(ReviewRequest.model_validate_json(request))
+                    elif old == "decided":
+                        decided.append(review_id)
+                    continue
+                if old == "decided" and settled:
+                    c.execute("UPDATE hitl_reviews SET status = 'applied', applied_at = %s WHERE thread_id = %s AND "
+                              "review_id = %s", (now, thread_id, review_id))
+                    log.append(Event("applied", review_id))
+                elif old == "decided":
+                    decided.append(review_id)
+                elif old == "pending":
+                    new_status = "cancelled" if outcome == "cancelled" else "superseded"
+                    c.execute("UPDATE hitl_reviews SET status = %s WHERE thread_id = %s AND review_id = %s",
+                              (new_status, thread_id, review_id))
+                    log.append(Event(f"review_{new_status}", review_id))
+            for review, checkpoint_id in pending:
+                if review.review_id in known:
+                    continue
+                added.append(review)
+                c.execute(
+                    "INSERT INTO hitl_reviews (thread_id, review_id, workflow, status, checkpoint_id, request, created_at, "
+                    "deadline, required_role) VALUES (%s, %s, %s, 'pending', %s, %s, %s, %s, %s)",
+                    (thread_id, review.review_id, review.workflow, checkpoint_id, review.model_dump_json(),
+                     review.created_at.timestamp(), review.deadline.timestamp() if review.deadline else None,
+                     review.required_role),
+                )
+                log.append(Event("review_requested", review.review_id, data={
+                    "node": review.node, "kind": review.kind, "position": review.position, "title": review.title,
+                    "payload": review.payload, "payload_hash": review.payload_hash,
+                    "required_role": review.required_role,
+                    "deadline": review.deadline.isoformat() if review.deadline else None,
+                }))
+            got = c.execute(f"SELECT {_THREAD} FROM hitl_threads WHERE thread_id = %s FOR UPDATE", (thread_id,)).fetchone()
+            if got is None:
+                raise UnknownThreadError(f"thread {thread_id!r} does not exist")
+            prev = ThreadRow(**got)
+            c.execute("UPDATE hitl_threads SET status = %s, outcome = %s, error = %s, owner = NULL, lease_until = NULL, "
+                      "updated_at = %s WHERE thread_id = %s", (status, outcome, error, now, thread_id))
+            if (prev.status, prev.outcome) != (status, outcome) and status in ("done", "failed"):
+                log.append(Event("failed" if status == "failed" else (outcome or "completed"),
+                                 data={"error": error} if error else None))
+            self._append(c, thread_id, log, now)
+        row = replace(prev, status=status, outcome=outcome, error=error, owner=None, lease_until=None, updated_at=now)
+        return Synced(added=added, thread=row, decided=decided,
+                      pending=[*open_reviews, *sorted(added, key=lambda r: (r.created_at, r.review_id))])
+
+    def threads_with_decided_reviews(self) -> list[str]:
+        return [r["thread_id"] for r in self._read(
+            "SELECT DISTINCT thread_id FROM hitl_reviews WHERE status = 'decided' ORDER BY thread_id")]
+
+    def threads_in(self, status: ThreadStatus) -> list[ThreadRow]:
+        return [ThreadRow(**r) for r in self._read(f"SELECT {_THREAD} FROM hitl_threads WHERE status = %s", (status,))]
+
+    def fail_thread(self, thread_id: str, error: str, events: Sequence[Event] = ()) -> None:
+        now = time.time()
+        with self._tx() as c:
+            c.execute("UPDATE hitl_threads SET status = 'failed', error = %s, owner = NULL, lease_until = NULL, "
+                      "updated_at = %s WHERE thread_id = %s", (error, now, thread_id))
+            self._append(c, thread_id, [*events, Event("failed", data={"error": error})], now)
+
+    def recover_attempts(self, thread_id: str) -> int:
+        rows = self._read(
+            "SELECT count(*) AS n FROM hitl_events WHERE thread_id = %s AND event = 'recovering' AND seq > coalesce(("
+            "SELECT max(seq) FROM hitl_events WHERE thread_id = %s AND event IN ('started', 'decided', 'retry_requested')"
+            "), 0)", (thread_id, thread_id))
+        return int(rows[0]["n"])
+
+    def add_events(self, thread_id: str, events: Sequence[Event]) -> None:
+        with self._tx() as c:
+            self._append(c, thread_id, events, time.time())
+
+    def started_input(self, thread_id: str) -> Any:
+        rows = self._read("SELECT data FROM hitl_events WHERE thread_id = %s AND event = 'started' ORDER BY seq LIMIT 1",
+                          (thread_id,))
+        return json.loads(rows[0]["data"]).get("input") if rows else None
+
+    def history(self, thread_id: str) -> list[HistoryEntry]:
+        rows = self._read("SELECT seq, thread_id, review_id, event, actor, data, at FROM hitl_events WHERE thread_id = %s "
+                          "ORDER BY seq", (thread_id,))
+        return [HistoryEntry(seq=r["seq"], thread_id=r["thread_id"], review_id=r["review_id"], event=r["event"],
+                             actor=r["actor"], data=json.loads(r["data"]), at=datetime.fromtimestamp(r["at"], UTC))
+                for r in rows]
+
+
+def _review_row(r: DictRow) -> ReviewRow:
+    return ReviewRow(request=ReviewRequest.model_validate_json(r["request"]), status=r["status"],
+                     checkpoint_id=r["checkpoint_id"], decision=json.loads(r["decision"]) if r["decision"] else None,
+                     decided_at=r["decided_at"])
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")

@@ -1,0 +1,150 @@
+"""Our tables on PostgreSQL, versioned like SQLite's: created once, upgraded in order, newer refused.
+
+The same tables as `hitl_graphs.storage.sqlite.schema` (read there what each holds), in
+PostgreSQL's types. Two choices differ on purpose:
+
+- JSON columns are `TEXT`, not `JSONB`: an audit entry's hash covers the exact text of its data,
+  and `JSONB` would re-order keys and re-space it; the request and decision round-trip unchanged.
+- Times are `DOUBLE PRECISION` seconds since the epoch, as the runtime passes them (`time.time()`),
+  so a lease or deadline compares the same on both stores and an entry's `at` hashes the same.
+
+`hitl_meta` holds the version. `migrate` (its module) runs `apply` under the migration lock.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import psycopg
+from psycopg.rows import DictRow
+
+from hitl_graphs.errors import ConfigError, SchemaVersionError
+from hitl_graphs.storage.postgres.connection import redact
+
+LEDGER = """
+CREATE TABLE IF NOT EXISTS hitl_threads (
+    thread_id   TEXT PRIMARY KEY,
+    workflow    TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    outcome     TEXT,
+    error       TEXT,
+    owner       TEXT,
+    lease_until DOUBLE PRECISION,
+    created_at  DOUBLE PRECISION NOT NULL,
+    updated_at  DOUBLE PRECISION NOT NULL,
+    started_by  TEXT
+);
+CREATE INDEX IF NOT EXISTS hitl_threads_status ON hitl_threads (status);
+CREATE TABLE IF NOT EXISTS hitl_reviews (
+    thread_id     TEXT NOT NULL,
+    review_id     TEXT NOT NULL,
+    workflow      TEXT NOT NULL,
+    status        TEXT NOT NULL,
+    checkpoint_id TEXT,
+    request       TEXT NOT NULL,
+    decision      TEXT,
+    created_at    DOUBLE PRECISION NOT NULL,
+    decided_at    DOUBLE PRECISION,
+    applied_at    DOUBLE PRECISION,
+    deadline      DOUBLE PRECISION,
+    required_role TEXT,
+    PRIMARY KEY (thread_id, review_id)
+);
+CREATE INDEX IF NOT EXISTS hitl_reviews_waiting ON hitl_reviews (created_at, review_id) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS hitl_reviews_waiting_in ON hitl_reviews (workflow, created_at, review_id) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS hitl_reviews_due ON hitl_reviews (deadline) WHERE status = 'pending' AND deadline IS NOT NULL;
+CREATE INDEX IF NOT EXISTS hitl_reviews_decided ON hitl_reviews (thread_id) WHERE status = 'decided';
+CREATE TABLE IF NOT EXISTS hitl_events (
+    seq       BIGINT PRIMARY KEY,
+    thread_id TEXT NOT NULL,
+    review_id TEXT,
+    event     TEXT NOT NULL,
+    actor     TEXT,
+    data      TEXT NOT NULL,
+    at        DOUBLE PRECISION NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash      TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS hitl_events_thread ON hitl_events (thread_id, seq);
+CREATE TABLE IF NOT EXISTS hitl_audit_head (
+    id   INTEGER PRIMARY KEY CHECK (id = 1),
+    seq  BIGINT NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS hitl_feedback (
+    id        BIGSERIAL PRIMARY KEY,
+    thread_id TEXT NOT NULL,
+    workflow  TEXT NOT NULL,
+    key       TEXT NOT NULL,
+    score     DOUBLE PRECISION NOT NULL,
+    comment   TEXT,
+    actor     TEXT,
+    at        DOUBLE PRECISION NOT NULL,
+    exported  BOOLEAN NOT NULL DEFAULT FALSE
+);
+CREATE INDEX IF NOT EXISTS hitl_feedback_workflow ON hitl_feedback (workflow, at);
+CREATE TABLE IF NOT EXISTS hitl_effects (
+    thread_id TEXT NOT NULL,
+    key       TEXT NOT NULL,
+    result    TEXT NOT NULL,
+    at        DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (thread_id, key)
+);
+CREATE TABLE IF NOT EXISTS hitl_remembered (
+    workflow    TEXT NOT NULL,
+    actor       TEXT NOT NULL,
+    tool        TEXT NOT NULL,
+    approved_by TEXT,
+    at          DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (workflow, actor, tool)
+);
+CREATE TABLE IF NOT EXISTS hitl_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, LEDGER),)
+"""(version, DDL) in order. 1: every table SQLite's schema 3 has."""
+
+SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
+
+
+def read_version(conn: psycopg.Connection[DictRow]) -> int | None:
+    """The database's schema version of ours; None where our tables are not there yet."""
+    exists = conn.execute("SELECT to_regclass('hitl_meta') IS NOT NULL AS present").fetchone()
+    if not exists or not exists["present"]:
+        return None
+    row = conn.execute("SELECT value FROM hitl_meta WHERE key = 'schema_version'").fetchone()
+    if row is None:
+        return None
+    try:
+        return int(row["value"])
+    except ValueError:
+        raise ConfigError(f"the database's schema version {row['value']!r} is not a number; the table was edited") from None
+
+
+def refuse_newer(version: int | None, url: str) -> None:
+    """Raises SchemaVersionError for a database written by a newer hitl_graphs."""
+    if version is not None and version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"database {redact(url)} has schema version {version}, newer than this hitl_graphs reads ({SCHEMA_VERSION}); "
+            "upgrade hitl-graphs (pip install -U 'hitl-graphs[postgres]') to open it"
+        )
+
+
+def apply(conn: psycopg.Connection[DictRow], url: str) -> None:
+    """Run the steps after the database's version in one transaction; the caller holds the migration lock."""
+    with conn.transaction():
+        version = read_version(conn)
+        refuse_newer(version, url)
+        for step, ddl in MIGRATIONS:
+            if version is None or step > version:
+                for statement in ddl.split(";"):  # one at a time: a prepared statement holds one
+                    if statement.strip():
+                        conn.execute(statement)
+        conn.execute(
+            "INSERT INTO hitl_meta (key, value) VALUES ('schema_version', %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            (str(SCHEMA_VERSION),),
+        )

@@ -1,0 +1,90 @@
+"""`PostgresStore`: LangGraph's checkpoints and our tables in one PostgreSQL database, on one pool.
+
+For a team whose reviews and runs spread over processes and machines (SQLite stays the embedded
+default). Opening it brings the schema up to date through `migrate` (safe when many processes
+open at once) unless it already is, and refuses a database written by a newer hitl_graphs.
+
+Every part (the saver, the ledger, effects, audit, feedback) takes connections from one
+`psycopg_pool.ConnectionPool`, set up as `PostgresSaver` needs (`connection.CONNECTION_KWARGS`);
+each of our methods is one transaction on one pooled connection.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+
+import psycopg
+from psycopg.rows import DictRow
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from hitl_graphs.audit import key_from_env
+from hitl_graphs.errors import StorageError
+from hitl_graphs.serde import GuardedSerializer
+from hitl_graphs.storage.postgres import schema
+from hitl_graphs.storage.postgres.audit import PostgresAudit
+from hitl_graphs.storage.postgres.connection import CONNECTION_KWARGS, connect, redact
+from hitl_graphs.storage.postgres.effects import PostgresEffects
+from hitl_graphs.storage.postgres.feedback import PostgresFeedback
+from hitl_graphs.storage.postgres.ledger import PostgresLedger
+from hitl_graphs.storage.postgres.liveness import LeaseMarks
+from hitl_graphs.storage.postgres.migrate import migrate
+from hitl_graphs.storage.postgres.saver import HitlPostgresSaver
+
+
+class PostgresStore(AbstractContextManager["PostgresStore"]):
+    """An open PostgreSQL database (a `Store`).
+
+    Args:
+        url: `postgresql://user[:password]@host:port/db`.
+        max_connections: the pool's size: the most statements this process runs at once.
+        audit_key: the secret the audit log's entries are keyed with (HMAC); defaults to
+            `$HITL_AUDIT_KEY` (none when unset). See `hitl_graphs.audit`.
+
+    Raises:
+        StorageError: the server cannot be reached, or refused us.
+        SchemaVersionError: the database was written by a newer hitl_graphs.
+
+    Example::
+
+        with PostgresStore("postgresql://postgres@127.0.0.1:5432/hitl") as store:
+            store.ledger.pending()
+    """
+
+    def __init__(self, url: str, *, max_connections: int = 10, audit_key: str | bytes | None = None) -> None:
+        self.location = redact(url)
+        with connect(url) as conn:
+            version = schema.read_version(conn)
+            schema.refuse_newer(version, url)
+        if version != schema.SCHEMA_VERSION:
+            migrate(url)
+        key = audit_key.encode() if isinstance(audit_key, str) else audit_key
+        self.audit_key = key if key is not None else key_from_env()
+        self.pool: ConnectionPool[psycopg.Connection[DictRow]] = ConnectionPool(
+            url, kwargs=CONNECTION_KWARGS, min_size=1, max_size=max_connections, open=False,
+            name=f"hitl {self.location}",
+        )
+        try:
+            self.pool.open(wait=True, timeout=10)
+        except PoolTimeout as exc:
+            self.pool.close()
+            raise StorageError(f"cannot open connections to PostgreSQL at {self.location}: {exc}") from exc
+        self.saver = HitlPostgresSaver(self.pool, serde=GuardedSerializer())
+        self.marks = LeaseMarks()
+        self.ledger = PostgresLedger(self.pool, self.marks, self.audit_key)
+        self.effects = PostgresEffects(self.pool, self.audit_key)
+        self.audit = PostgresAudit(self.pool, self.audit_key)
+        self.feedback = PostgresFeedback(self.pool)
+
+    def latest_checkpoint_id(self, thread_id: str) -> str | None:
+        """The id of the thread's latest top-level checkpoint, None if it has none (nothing loaded)."""
+        with self.pool.connection() as c:
+            row = c.execute("SELECT max(checkpoint_id) AS id FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = ''",
+                            (thread_id,)).fetchone()
+        return row["id"] if row else None
+
+    def close(self) -> None:
+        """Close the pool's connections. Safe to call twice."""
+        self.pool.close()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
