@@ -378,3 +378,32 @@ def test_the_latest_checkpoint_id_is_read_without_loading_it(store: Store) -> No
     app.invoke({"n": 1}, config)  # type: ignore[arg-type]
     state = app.get_state(config)  # type: ignore[arg-type]
     assert store.latest_checkpoint_id("c1") == state.config["configurable"]["checkpoint_id"]
+
+
+# -- tokens and the live feed --------------------------------------------------------------------
+
+
+def test_a_token_is_found_by_its_hash_until_revoked(store: Store, other: Store) -> None:
+    added = store.tokens.add("t1", "h" * 64, "ana", ["finance", "ops"])
+    store.tokens.add("t2", "g" * 64, "bob", [])
+    found = other.tokens.find("h" * 64)
+    assert found is not None and (found.id, found.actor, found.roles, found.revoked_at) == ("t1", "ana", ("finance", "ops"), None)
+    assert other.tokens.find("x" * 64) is None
+    assert [t.id for t in other.tokens.listing()] == ["t1", "t2"] and added.created_at > 0
+    revoked = other.tokens.revoke("t1")
+    assert revoked is not None and revoked.revoked_at is not None
+    assert store.tokens.find("h" * 64) is None
+    assert store.tokens.revoke("nope") is None
+
+
+def test_the_feed_reads_every_thread_in_commit_order_from_a_cursor(store: Store, other: Store) -> None:
+    paused(store, "t1", review("t1", "r1"))
+    paused(other, "t2", review("t2", "r2", created=1))
+    claim(store, "t2", "r2")
+    everything = other.ledger.events_after(0)
+    assert [(e.thread_id, e.event) for e in everything] == [
+        ("t1", "started"), ("t1", "review_requested"), ("t2", "started"), ("t2", "review_requested"), ("t2", "decided")]
+    cursor = everything[1].seq
+    assert [e.seq for e in store.ledger.events_after(cursor)] == [e.seq for e in everything[2:]]
+    assert [e.seq for e in store.ledger.events_after(cursor, limit=2)] == [e.seq for e in everything[2:4]]
+    assert store.ledger.events_after(everything[-1].seq) == []

@@ -293,6 +293,15 @@ class PostgresLedger:
                              actor=r["actor"], data=json.loads(r["data"]), at=datetime.fromtimestamp(r["at"], UTC))
                 for r in rows]
 
+    def events_after(self, seq: int, *, limit: int = 100) -> list[HistoryEntry]:
+        # appends hold the chain's lock until they commit, so seq order is commit order: a
+        # follower reading past its cursor never skips an entry committed later with a lower seq
+        rows = self._read("SELECT seq, thread_id, review_id, event, actor, data, at FROM hitl_events WHERE seq > %s "
+                          "ORDER BY seq LIMIT %s", (seq, limit))
+        return [HistoryEntry(seq=r["seq"], thread_id=r["thread_id"], review_id=r["review_id"], event=r["event"],
+                             actor=r["actor"], data=json.loads(r["data"]), at=datetime.fromtimestamp(r["at"], UTC))
+                for r in rows]
+
 
 def _review_row(r: DictRow) -> ReviewRow:
     return ReviewRow(request=ReviewRequest.model_validate_json(r["request"]), status=r["status"],

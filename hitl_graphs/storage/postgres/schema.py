@@ -104,8 +104,19 @@ CREATE TABLE IF NOT EXISTS hitl_meta (
 );
 """
 
-MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, LEDGER),)
-"""(version, DDL) in order. 1: every table SQLite's schema 3 has."""
+TOKENS = """
+CREATE TABLE IF NOT EXISTS hitl_tokens (
+    id         TEXT PRIMARY KEY,
+    hash       TEXT NOT NULL UNIQUE,
+    actor      TEXT NOT NULL,
+    roles      TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    revoked_at DOUBLE PRECISION
+);
+"""
+
+MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, LEDGER), (2, TOKENS))
+"""(version, DDL) in order. 1: every table SQLite's schema 3 has; 2: API tokens (their hashes)."""
 
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 

@@ -29,6 +29,7 @@ from hitl_graphs.storage.postgres.ledger import PostgresLedger
 from hitl_graphs.storage.postgres.liveness import LeaseMarks
 from hitl_graphs.storage.postgres.migrate import migrate
 from hitl_graphs.storage.postgres.saver import HitlPostgresSaver
+from hitl_graphs.storage.postgres.tokens import PostgresTokens
 
 
 class PostgresStore(AbstractContextManager["PostgresStore"]):
@@ -74,6 +75,7 @@ class PostgresStore(AbstractContextManager["PostgresStore"]):
         self.effects = PostgresEffects(self.pool, self.audit_key)
         self.audit = PostgresAudit(self.pool, self.audit_key)
         self.feedback = PostgresFeedback(self.pool)
+        self.tokens = PostgresTokens(self.pool)
 
     def latest_checkpoint_id(self, thread_id: str) -> str | None:
         """The id of the thread's latest top-level checkpoint, None if it has none (nothing loaded)."""
