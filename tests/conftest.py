@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from hitl_graphs import Runner
+from hitl_graphs import Runner, Workflow
 from tests import pg_server
+from tests.drivers import DRIVERS, Driven
 from tests.workflows import WORKFLOWS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,9 +31,21 @@ def effects_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def runner(db: str, effects_file: Path) -> Iterator[Runner]:
-    with Runner.open(db, workflows=WORKFLOWS) as r:
-        yield r
+def workflows() -> list[Workflow]:
+    """The workflows the `runner` fixture knows; a test module overrides this fixture to run its own."""
+    return WORKFLOWS
+
+
+@pytest.fixture(params=DRIVERS)
+def runner(request: pytest.FixtureRequest, db: str, effects_file: Path, workflows: list[Workflow]) -> Iterator[Driven]:
+    """A runner on a fresh database, once through the sync methods and once through their async
+    twins (`tests.drivers`): a test written with `runner.start(...)`, `runner.resume(...)` checks both."""
+    with Runner.open(db, workflows=workflows) as r:
+        driven = Driven(r, request.param)
+        try:
+            yield driven
+        finally:
+            driven.close()
 
 
 @pytest.fixture(scope="session")

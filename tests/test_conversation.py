@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import doctest
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,14 +28,15 @@ from hitl_graphs import (
 from hitl_graphs.examples import conversation as conversation_example
 from hitl_graphs.templates import conversation
 from tests.conftest import fingerprint, hitl
+from tests.drivers import Driven
 from tests.staged_workflows import STAGED
 from tests.workflows import effects
 
 
 @pytest.fixture
-def runner(db: str, effects_file: Path) -> Iterator[Runner]:
-    with Runner.open(db, workflows=STAGED) as r:
-        yield r
+def workflows() -> list[Workflow]:
+    """What the shared `runner` fixture (both drivers) runs in this module."""
+    return STAGED
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_every_turn_decision(runner: Runner, case: Case) -> None:
+def test_every_turn_decision(runner: Driven, case: Case) -> None:
     view = runner.start("chat-fx", {"task": "hello"})
     for decision in case.decisions:
         assert view.status == "paused"
@@ -92,7 +93,7 @@ def test_every_turn_decision(runner: Runner, case: Case) -> None:
     assert effects() == [f"answer:{n}" for n in range(1, answers + 1)]
 
 
-def test_the_person_sees_the_answer_and_what_they_may_do(runner: Runner) -> None:
+def test_the_person_sees_the_answer_and_what_they_may_do(runner: Driven) -> None:
     view = runner.start("chat-fx", {"task": "hello"})
     (review,) = view.reviews
     assert (review.kind, review.node, review.position) == ("reply", "human", "before")
@@ -103,7 +104,7 @@ def test_the_person_sees_the_answer_and_what_they_may_do(runner: Runner) -> None
     assert (review.allowed, review.editable) == (("respond", "modify", "approve", "reject"), ("answer",))
 
 
-def test_a_take_over_keeps_the_pause_for_the_reply(runner: Runner) -> None:
+def test_a_take_over_keeps_the_pause_for_the_reply(runner: Driven) -> None:
     view = runner.start("chat-fx", {"task": "hello"})
     view = runner.resume(view.thread_id, Modify(patch={"answer": "mine"}, actor="ana"))
     assert view.status == "paused"
@@ -111,7 +112,7 @@ def test_a_take_over_keeps_the_pause_for_the_reply(runner: Runner) -> None:
     assert effects() == ["answer:1"]
 
 
-def test_refused_decisions_change_nothing(runner: Runner, db: str) -> None:
+def test_refused_decisions_change_nothing(runner: Driven, db: str) -> None:
     view = runner.start("chat-fx", {"task": "hello"})
     before = fingerprint(db, view.thread_id)
     with pytest.raises(InvalidDecisionError, match="does not allow 'escalate'"):
@@ -146,13 +147,6 @@ def test_an_opening_message_is_needed(db: str, effects_file: Path) -> None:
 def test_an_agent_must_be_a_model_or_a_callable() -> None:
     with pytest.raises(ConfigError, match="agent must be a LangChain chat model or a callable, got int"):
         create_conversation_graph(42)  # type: ignore[arg-type]
-
-
-async def test_async_twins(runner: Runner) -> None:
-    view = await runner.astart("chat-fx", {"task": "hi"})
-    view = await runner.aresume(view.thread_id, Respond(text="more"))
-    done = await runner.aresume(view.thread_id, Approve())
-    assert (done.outcome, len(done.state["messages"])) == ("completed", 4)
 
 
 def test_starts_from_given_messages(db: str, effects_file: Path) -> None:

@@ -6,7 +6,6 @@ import doctest
 import importlib
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +29,7 @@ from hitl_graphs import (
     PatchError,
     Reject,
     Runner,
+    Workflow,
     ScriptedChatModel,
     SensitiveTrigger,
     create_escalation_graph,
@@ -38,6 +38,7 @@ from hitl_graphs.errors import PermissionDeniedError
 from hitl_graphs.examples.escalation import escalation_workflow
 from tests.agent_workflows import ESCALATION_WORKFLOWS, TRIGGER
 from tests.conftest import fingerprint, hitl, python
+from tests.drivers import Driven
 from tests.workflows import effects
 
 APP = "tests.agent_workflows"
@@ -45,9 +46,9 @@ CONFIDENT = {"output": "refund 40", "confidence": 0.95}
 
 
 @pytest.fixture
-def runner(db: str, effects_file: Path) -> Iterator[Runner]:
-    with Runner.open(db, workflows=[*ESCALATION_WORKFLOWS, escalation_workflow()]) as r:
-        yield r
+def workflows() -> list[Workflow]:
+    """What the shared `runner` fixture (both drivers) runs in this module."""
+    return [*ESCALATION_WORKFLOWS, escalation_workflow()]
 
 
 def hops(state: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -105,7 +106,7 @@ ESCALATES = [
 
 
 @pytest.mark.parametrize("case", ESCALATES, ids=lambda c: c.id)
-def test_each_trigger_escalates_to_the_next_automated_level(runner: Runner, case: EscalateCase) -> None:
+def test_each_trigger_escalates_to_the_next_automated_level(runner: Driven, case: EscalateCase) -> None:
     done = runner.start("esc-ladder", {"task": {"agent": case.agent, "senior_agent": CONFIDENT}})
     assert done.status == "done"
     assert effects() == case.ran
@@ -118,7 +119,7 @@ def test_each_trigger_escalates_to_the_next_automated_level(runner: Runner, case
     assert [a["level"] for a in done.state["attempts"]] == [r.split(":")[1] for r in case.ran]
 
 
-def test_last_automated_level_that_still_triggers_is_unresolved(runner: Runner) -> None:
+def test_last_automated_level_that_still_triggers_is_unresolved(runner: Driven) -> None:
     done = runner.start("esc-bots", {"task": {"agent": {"raise": "down"}, "senior_agent": {"output": "?", "confidence": 0.1}}})
     assert done.state["resolution"] == {"status": "unresolved", "level": "senior_agent", "reason": "low confidence: 0.1 < 0.7"}
     assert "output" not in done.state
@@ -149,7 +150,7 @@ HUMAN = [
 
 
 @pytest.mark.parametrize("case", HUMAN, ids=lambda c: c.id)
-def test_human_level_decisions_resolve_the_case(runner: Runner, case: HumanCase) -> None:
+def test_human_level_decisions_resolve_the_case(runner: Driven, case: HumanCase) -> None:
     view = runner.start("esc-ladder", {"task": UNSURE})
     (review,) = view.reviews
     assert (review.kind, review.node, review.key, review.required_role) == ("escalation", "human", "escalation:human", "reviewer")
@@ -166,7 +167,7 @@ def test_human_level_decisions_resolve_the_case(runner: Runner, case: HumanCase)
                                 ("senior_agent", "human", "sensitive: flagged for a person")]
 
 
-def test_refused_human_decisions_change_nothing(runner: Runner, db: str) -> None:
+def test_refused_human_decisions_change_nothing(runner: Driven, db: str) -> None:
     view = runner.start("esc-ladder", {"task": UNSURE})
     before = fingerprint(db, view.thread_id)
     with pytest.raises(PermissionDeniedError, match="requires role 'reviewer'"):
@@ -176,7 +177,7 @@ def test_refused_human_decisions_change_nothing(runner: Runner, db: str) -> None
     assert fingerprint(db, view.thread_id) == before
 
 
-def test_escalate_to_the_manager_across_a_restart(runner: Runner, db: str) -> None:
+def test_escalate_to_the_manager_across_a_restart(runner: Driven, db: str) -> None:
     view = runner.start("esc-ladder", {"task": UNSURE})
     code = (
         "from hitl_graphs import Runner, Escalate\n"

@@ -27,12 +27,13 @@ from hitl_graphs import (
     StaleReviewError,
 )
 from tests.conftest import ROOT, fingerprint, hitl, python, subprocess_env
+from tests.drivers import Driven
 from tests.workflows import WORKFLOWS, effects
 
 # -- deadlines and default decisions -------------------------------------------------------------
 
 
-def test_expired_review_is_resolved_by_the_sweep_with_its_default(runner: Runner, db: str) -> None:
+def test_expired_review_is_resolved_by_the_sweep_with_its_default(runner: Driven, db: str) -> None:
     view = runner.start("timed")
     (review,) = view.reviews
     assert review.deadline is not None and review.default_decision == {"kind": "reject", "reason": "no decision before the deadline"}
@@ -49,7 +50,7 @@ def test_expired_review_is_resolved_by_the_sweep_with_its_default(runner: Runner
     assert runner.sweep() == [] and effects() == []
 
 
-def test_low_risk_review_defaults_to_approve(runner: Runner) -> None:
+def test_low_risk_review_defaults_to_approve(runner: Driven) -> None:
     runner.start("timed-approve")
     time.sleep(0.6)
     (swept,) = runner.sweep()
@@ -116,21 +117,21 @@ def test_person_and_deadline_race_exactly_one_wins(db: str, effects_file: Path, 
     assert effects().count("timed:approve") <= 2
 
 
-async def test_await_decision_from_another_process(runner: Runner, db: str) -> None:
+def test_waiting_for_a_decision_from_another_process(runner: Driven, db: str) -> None:
     view = runner.start("pay")
     approver = subprocess.Popen(
         [sys.executable, "-c", "import time, tests.workflows\nfrom hitl_graphs import Runner, Approve\ntime.sleep(0.5)\n"
                                f"with Runner.open() as r: r.resume({view.thread_id!r}, Approve(actor='bob'))"],
         env=subprocess_env(db), cwd=ROOT)
-    done = await runner.await_decision(view.thread_id, timeout=30)
+    done = runner.wait_for_decision(view.thread_id, timeout=30)  # async: await_for_decision
     assert approver.wait(timeout=60) == 0
     assert (done.status, done.state["status"]) == ("done", "paid")
     assert [e.actor for e in runner.history(view.thread_id) if e.event == "decided"] == ["bob"]
 
 
-async def test_await_decision_times_out_to_the_default(runner: Runner) -> None:
+def test_waiting_for_a_decision_times_out_to_the_default(runner: Driven) -> None:
     view = runner.start("pay")
-    done = await runner.await_decision(view.thread_id, timeout=0.3)
+    done = runner.wait_for_decision(view.thread_id, timeout=0.3)
     assert (done.status, done.outcome) == ("done", "rejected")
     assert [e.actor for e in runner.history(view.thread_id) if e.event == "decided"] == ["hitl:timeout"]
     assert effects() == ["prepare"]
@@ -139,7 +140,7 @@ async def test_await_decision_times_out_to_the_default(runner: Runner) -> None:
 # -- roles and separation of duties ---------------------------------------------------------------
 
 
-def test_role_is_required_and_a_refusal_changes_nothing(runner: Runner, db: str) -> None:
+def test_role_is_required_and_a_refusal_changes_nothing(runner: Driven, db: str) -> None:
     view = runner.start("finance", {"amount": 500}, actor="ana")
     (review,) = view.reviews
     assert review.required_role == "finance"
@@ -168,7 +169,7 @@ def test_pending_role_filter_from_the_cli(db: str, effects_file: Path) -> None:
 # -- audit trail ------------------------------------------------------------------------------------
 
 
-def _activity(runner: Runner) -> str:
+def _activity(runner: Driven) -> str:
     view = runner.start("pay", actor="ana")
     with pytest.raises(PatchError, match="expects int"):
         runner.resume(view.thread_id, Modify(patch={"amount": "x"}, actor="eve"))
@@ -178,7 +179,7 @@ def _activity(runner: Runner) -> str:
     return view.thread_id
 
 
-def test_audit_records_who_what_originals_and_refusals(runner: Runner) -> None:
+def test_audit_records_who_what_originals_and_refusals(runner: Driven) -> None:
     thread_id = _activity(runner)
     out = io.StringIO()
     count = runner.audit_export(out, thread_id=thread_id)
@@ -207,7 +208,7 @@ def test_audit_records_who_what_originals_and_refusals(runner: Runner) -> None:
     ],
     ids=["edited", "deleted", "reordered", "truncated"],
 )
-def test_audit_verify_finds_the_forgery(runner: Runner, db: str, forgery: str, problem: str) -> None:
+def test_audit_verify_finds_the_forgery(runner: Driven, db: str, forgery: str, problem: str) -> None:
     _activity(runner)
     assert runner.audit_verify().ok
     conn = sqlite3.connect(db)
@@ -222,7 +223,7 @@ def test_audit_verify_finds_the_forgery(runner: Runner, db: str, forgery: str, p
 # -- a decision is bound to what the person saw ------------------------------------------------------
 
 
-def test_decision_on_a_review_that_changed_is_refused(runner: Runner, db: str) -> None:
+def test_decision_on_a_review_that_changed_is_refused(runner: Driven, db: str) -> None:
     first = runner.start("loop")
     seen = first.reviews[0].payload_hash
     second = runner.resume(first.thread_id, Reject(actor="bob"))  # someone else sent it round again
@@ -248,7 +249,7 @@ class RecordingClient:
         self.calls.append((run_id, key, score, comment))
 
 
-def test_feedback_on_finished_threads(runner: Runner) -> None:
+def test_feedback_on_finished_threads(runner: Driven) -> None:
     view = runner.start("pay")
     with pytest.raises(NoPendingReviewError, match="has not finished"):
         runner.feedback(view.thread_id, 0.5)
@@ -301,3 +302,10 @@ def test_audit_export_and_feedback_from_the_cli(db: str, effects_file: Path, tmp
     assert [(f["thread_id"], f["score"], f["comment"]) for f in listed] == [(thread_id, 0.75, "fine")]
     bad = hitl(db, "feedback", thread_id, "--score", "7")
     assert bad.returncode != 0
+
+
+async def test_await_decision_is_the_old_name_of_await_for_decision(db: str, effects_file: Path) -> None:
+    with Runner.open(db, workflows=WORKFLOWS) as runner:
+        view = await runner.astart("pay")
+        done = await runner.await_decision(view.thread_id, timeout=0.05, poll=0.01)
+    assert (done.status, done.outcome) == ("done", "rejected")

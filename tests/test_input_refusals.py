@@ -9,6 +9,7 @@ import pytest
 
 from hitl_graphs import Modify, PatchError, Respond, Runner, parse_decision
 from tests.conftest import fingerprint, hitl
+from tests.drivers import Driven
 
 
 def _deep(levels: int) -> dict[str, object]:
@@ -18,7 +19,7 @@ def _deep(levels: int) -> dict[str, object]:
     return value
 
 
-def test_a_20k_deep_patch_is_refused_in_one_line(runner: Runner, db: str) -> None:
+def test_a_20k_deep_patch_is_refused_in_one_line(runner: Driven, db: str) -> None:
     thread_id = runner.start("pay", {"to": "acme", "amount": 5}).thread_id
     before = fingerprint(db, thread_id)
     with pytest.raises(PatchError, match="patch is nested deeper than 100 levels"):
@@ -37,7 +38,7 @@ def test_a_20k_deep_patch_is_refused_in_one_line(runner: Runner, db: str) -> Non
 
 
 @pytest.mark.parametrize("workflow", ["delete", "pay"], ids=["tool-call-payload", "state"])
-def test_a_lone_surrogate_is_refused_in_one_line(runner: Runner, db: str, workflow: str, tmp_path: Path) -> None:
+def test_a_lone_surrogate_is_refused_in_one_line(runner: Driven, db: str, workflow: str, tmp_path: Path) -> None:
     thread_id = runner.start(workflow).thread_id
     before = fingerprint(db, thread_id)
     patch = {"args": {"resource": "r-\udc80"}} if workflow == "delete" else {"memo": "pay \ud800 now"}

@@ -4,7 +4,7 @@ runs next, and each phase runs exactly as often as it should."""
 from __future__ import annotations
 
 import doctest
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,14 +29,15 @@ from hitl_graphs import (
 from hitl_graphs.examples import multi_step as multi_step_example
 from hitl_graphs.templates import multi_step
 from tests.conftest import fingerprint, python
+from tests.drivers import Driven
 from tests.staged_workflows import STAGED
 from tests.workflows import effects
 
 
 @pytest.fixture
-def runner(db: str, effects_file: Path) -> Iterator[Runner]:
-    with Runner.open(db, workflows=STAGED) as r:
-        yield r
+def workflows() -> list[Workflow]:
+    """What the shared `runner` fixture (both drivers) runs in this module."""
+    return STAGED
 
 
 @dataclass(frozen=True)
@@ -84,14 +85,14 @@ CASES = [
 ]
 
 
-def _answer(runner: Runner, view: ThreadView, answer: Decision | Stop) -> ThreadView:
+def _answer(runner: Driven, view: ThreadView, answer: Decision | Stop) -> ThreadView:
     if isinstance(answer, Stop):
         return runner.cancel(view.thread_id, actor=answer.actor, reason=answer.reason)
     return runner.resume(view.thread_id, answer)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_every_answer_at_a_gate(runner: Runner, case: Case) -> None:
+def test_every_answer_at_a_gate(runner: Driven, case: Case) -> None:
     view = runner.start("phases-fx", {"task": "adder"})
     for answer in case.answers:
         assert view.status == "paused"
@@ -103,7 +104,7 @@ def test_every_answer_at_a_gate(runner: Runner, case: Case) -> None:
     assert [(g["phase"], g["attempt"], g["decision"]) for g in view.state["gates"]] == case.gates
 
 
-def test_the_gate_stands_after_the_phase_it_reviews(runner: Runner) -> None:
+def test_the_gate_stands_after_the_phase_it_reviews(runner: Driven) -> None:
     view = runner.start("phases-fx", {"task": "adder"})
     assert effects() == ["phase:analyse:1"]
     (review,) = view.reviews
@@ -117,7 +118,7 @@ def test_the_gate_stands_after_the_phase_it_reviews(runner: Runner) -> None:
     assert redo.reviews[0].payload["output"] == "analyse v2 after 'more'"
 
 
-def test_rejected_and_stopped_record_where_and_why(runner: Runner) -> None:
+def test_rejected_and_stopped_record_where_and_why(runner: Driven) -> None:
     rejected = runner.start("phases-fx", {"task": "adder"})
     for reason in ("no", "still no"):
         rejected = runner.resume(rejected.thread_id, Reject(reason=reason, actor="bo"))
@@ -135,7 +136,7 @@ def test_rejected_and_stopped_record_where_and_why(runner: Runner) -> None:
     assert (stopped.state["phase"], stopped.state["output"]) == ("plan", "plan v1 from analyse=analyse v1")
 
 
-def test_gates_skipped_by_policy_run_unattended(runner: Runner) -> None:
+def test_gates_skipped_by_policy_run_unattended(runner: Driven) -> None:
     view = runner.start("phases-marked", {"task": "migrate"})
     assert effects() == ["phase:routine:1", "phase:risky:1"]
     (review,) = view.reviews
@@ -159,7 +160,7 @@ BAD = [
 
 
 @pytest.mark.parametrize(("patch", "message"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
-def test_a_bad_edit_is_refused_and_changes_nothing(runner: Runner, db: str, patch: dict[str, Any], message: str) -> None:
+def test_a_bad_edit_is_refused_and_changes_nothing(runner: Driven, db: str, patch: dict[str, Any], message: str) -> None:
     view = runner.start("phases-fx", {"task": "adder"})
     before = fingerprint(db, view.thread_id)
     with pytest.raises(PatchError, match=message):

@@ -18,6 +18,7 @@ from hitl_graphs import Approve, Runner, SqliteStore, Workflow, request_review, 
 from hitl_graphs.storage.sqlite.connection import write_transaction
 from hitl_graphs.storage.sqlite.saver import DEFER_KEY
 from tests.conftest import python
+from tests.drivers import Driven
 from tests.workflows import _charge, _single, effect, effects, maybe_die, pay_graph
 
 
@@ -156,11 +157,11 @@ def test_a_rolled_back_transaction_keeps_the_rows_waiting(db: str) -> None:
         assert store.conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == 1
 
 
-async def test_async_runner(db: str, effects_file: Path) -> None:
-    with Runner.open(db, workflows=EXIT) as runner:
-        paused = await runner.astart("steps")
-        done = await runner.aresume(paused.thread_id, Approve())
-        assert (done.status, done.state["done"]) == ("done", 2)
+@pytest.mark.parametrize("workflows", [EXIT], ids=["exit"])
+def test_both_drivers_pause_and_resume_with_deferred_checkpoints(runner: Driven) -> None:
+    paused = runner.start("steps")
+    done = runner.resume(paused.thread_id, Approve())
+    assert (done.status, done.state["done"]) == ("done", 2)
     assert effects() == ["one", "two"]
 
 

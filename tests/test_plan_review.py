@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import doctest
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,14 +32,15 @@ from hitl_graphs import (
 from hitl_graphs.examples import plan_review as plan_review_example
 from hitl_graphs.templates import _steps, plan_review
 from tests.conftest import fingerprint, hitl, python
+from tests.drivers import Driven
 from tests.staged_workflows import STAGED
 from tests.workflows import effects
 
 
 @pytest.fixture
-def runner(db: str, effects_file: Path) -> Iterator[Runner]:
-    with Runner.open(db, workflows=STAGED) as r:
-        yield r
+def workflows() -> list[Workflow]:
+    """What the shared `runner` fixture (both drivers) runs in this module."""
+    return STAGED
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_every_decision_runs_exactly_what_was_approved(runner: Runner, case: Case) -> None:
+def test_every_decision_runs_exactly_what_was_approved(runner: Driven, case: Case) -> None:
     view = runner.start(case.workflow, {"task": "ship it"})
     for decision in case.decisions:
         assert view.status == "paused"
@@ -95,7 +96,7 @@ def test_every_decision_runs_exactly_what_was_approved(runner: Runner, case: Cas
     assert [v["status"] for v in view.state["plan_versions"]] == case.statuses
 
 
-def test_the_person_sees_numbered_steps_before_anything_runs(runner: Runner) -> None:
+def test_the_person_sees_numbered_steps_before_anything_runs(runner: Driven) -> None:
     view = runner.start("plan-fx", {"task": "ship it"})
     (review,) = view.reviews
     assert effects() == ["plan:v1", "notify:plan-v1"]
@@ -109,7 +110,7 @@ def test_the_person_sees_numbered_steps_before_anything_runs(runner: Runner) -> 
     assert done.state["results"][0] == {"index": 1, "step": "a", "result": "did a (0 before)", "plan_version": 1}
 
 
-def test_a_replan_shows_what_was_done(runner: Runner) -> None:
+def test_a_replan_shows_what_was_done(runner: Driven) -> None:
     view = runner.resume(runner.start("plan-fx-every-2", {"task": "t"}).thread_id, Approve())
     (review,) = view.reviews
     assert review.key == "plan-v2" and review.title == "Plan v2 (1 step, 2 done) for: t"
@@ -117,7 +118,7 @@ def test_a_replan_shows_what_was_done(runner: Runner) -> None:
     assert [d["step"] for d in review.payload["done"]] == ["a", "b"]
 
 
-def test_reject_records_who_and_why(runner: Runner) -> None:
+def test_reject_records_who_and_why(runner: Driven) -> None:
     view = runner.start("plan-fx", {"task": "t"})
     done = runner.resume(view.thread_id, Reject(reason="wrong task", actor="ana"))
     assert done.state["stopped"] == {"at": "plan v1", "by": "ana", "reason": "wrong task"}
@@ -136,7 +137,7 @@ BAD = [
 
 
 @pytest.mark.parametrize(("patch", "message"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
-def test_a_bad_edit_is_refused_and_changes_nothing(runner: Runner, db: str, patch: dict[str, Any], message: str) -> None:
+def test_a_bad_edit_is_refused_and_changes_nothing(runner: Driven, db: str, patch: dict[str, Any], message: str) -> None:
     view = runner.start("plan-fx", {"task": "t"})
     before = fingerprint(db, view.thread_id)
     with pytest.raises(PatchError, match=message):
@@ -147,7 +148,7 @@ def test_a_bad_edit_is_refused_and_changes_nothing(runner: Runner, db: str, patc
     assert effects() == ["plan:v1", "notify:plan-v1"]
 
 
-def test_memory_shows_every_version_and_step_in_order(runner: Runner) -> None:
+def test_memory_shows_every_version_and_step_in_order(runner: Driven) -> None:
     view = runner.start("plan-fx-every-2", {"task": "t"})
     view = runner.resume(view.thread_id, Modify(patch={"plan": ["x", "y", "z"]}, actor="ana", comment="tighter"))
     view = runner.resume(view.thread_id, Approve(actor="bo"))
@@ -213,13 +214,6 @@ def test_usable_as_a_subgraph(db: str, effects_file: Path) -> None:
         assert [(r.node, r.key) for r in view.reviews] == [("work", "plan-v1")]
         done = runner.resume(view.thread_id, Modify(patch={"plan": ["x", "y"]}))
     assert (done.outcome, done.state["summary"]) == ("completed", "x, y")
-
-
-async def test_async_twins(runner: Runner) -> None:
-    view = await runner.astart("plan-fx", {"task": "t"})
-    done = await runner.aresume(view.thread_id, Modify(patch={"plan": ["b"]}))
-    assert done.outcome == "completed"
-    assert effects() == ["plan:v1", "notify:plan-v1", "step:b"]
 
 
 async def _async_planner(context: Any) -> list[str]:

@@ -25,10 +25,11 @@ from hitl_graphs import (
     StaleReviewError,
 )
 from tests.conftest import ROOT, fingerprint, hitl, subprocess_env
+from tests.drivers import Driven
 from tests.workflows import WORKFLOWS, effects
 
 
-def _before_first(runner: Runner, method: str, action: Callable[[], Any]) -> None:
+def _before_first(runner: Driven, method: str, action: Callable[[], Any]) -> None:
     """Run `action` (the other party) once, just before `runner.ledger.<method>` is first called."""
     real = getattr(runner.ledger, method)
     done: list[bool] = []
@@ -83,7 +84,7 @@ def test_runner_resume_without_review_id_refuses_a_review_raised_during_the_call
 
 
 @pytest.mark.parametrize("review", ["", " ", "a", "abc12"], ids=["empty", "blank", "one-char", "five-chars"])
-def test_an_empty_or_too_short_review_id_is_refused(runner: Runner, db: str, review: str) -> None:
+def test_an_empty_or_too_short_review_id_is_refused(runner: Driven, db: str, review: str) -> None:
     thread_id = runner.start("pay", {"to": "acme", "amount": 5}).thread_id
     before = fingerprint(db, thread_id)
     with pytest.raises(ReviewNotPendingError, match="too short to name a review"):
@@ -94,7 +95,7 @@ def test_an_empty_or_too_short_review_id_is_refused(runner: Runner, db: str, rev
     assert effects() == ["prepare"]
 
 
-def test_a_six_character_prefix_still_names_a_review(runner: Runner) -> None:
+def test_a_six_character_prefix_still_names_a_review(runner: Driven) -> None:
     view = runner.start("pay", {"to": "acme", "amount": 5})
     assert runner.resume(view.thread_id, Approve(actor="ana"), review_id=view.reviews[0].review_id[:6]).status == "done"
 
@@ -122,7 +123,7 @@ def test_the_loser_of_a_race_hears_who_decided_first(db: str, effects_file: Path
     assert effects() == ["prepare", "pay:acme:5"]
 
 
-def test_waiting_for_a_decision_that_landed_just_before_returns_the_decided_thread(runner: Runner, effects_file: Path) -> None:
+def test_waiting_for_a_decision_that_landed_just_before_returns_the_decided_thread(runner: Driven, effects_file: Path) -> None:
     thread_id = runner.start("pay", {"to": "acme", "amount": 5}).thread_id
     runner.resume(thread_id, Approve(actor="ana"))
     view = runner.wait_for_decision(thread_id, timeout=1.0, poll=0.01)

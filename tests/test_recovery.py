@@ -12,6 +12,7 @@ import pytest
 from hitl_graphs import Approve, NoPendingReviewError, Runner, SqliteStore
 from hitl_graphs.errors import DatabaseBusyError
 from tests.conftest import ROOT, hitl, subprocess_env
+from tests.drivers import Driven
 from tests.workflows import HELD, WORKFLOWS, effects
 
 
@@ -71,7 +72,7 @@ def test_recover_gives_up_after_max_attempts_and_retry_tries_again(db: str, effe
     assert again.returncode == 1 and "has not failed (status done); nothing to retry" in again.stderr
 
 
-def test_retry_refuses_a_thread_that_did_not_fail(runner: Runner) -> None:
+def test_retry_refuses_a_thread_that_did_not_fail(runner: Driven) -> None:
     thread_id = runner.start("pay", {"to": "acme", "amount": 5}).thread_id
     with pytest.raises(NoPendingReviewError, match="has not failed \\(status paused\\)"):
         runner.retry(thread_id)

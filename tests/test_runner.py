@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
+from langgraph.graph import END, START, StateGraph
 
 from hitl_graphs import (
     AlreadyDecidedError,
@@ -22,9 +23,13 @@ from hitl_graphs import (
     ThreadExistsError,
     UnknownThreadError,
     UnknownWorkflowError,
+    Workflow,
+    request_review,
+    run_once,
 )
 from tests.conftest import fingerprint
-from tests.workflows import effects
+from tests.drivers import Driven
+from tests.workflows import effect, effects
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_decision_outcomes(runner: Runner, case: Case) -> None:
+def test_decision_outcomes(runner: Driven, case: Case) -> None:
     paused = runner.start(case.workflow)
     assert paused.status == "paused"
     assert len(paused.reviews) == 1
@@ -72,7 +77,7 @@ def test_decision_outcomes(runner: Runner, case: Case) -> None:
     assert "result" not in case.state or runner.show(paused.thread_id).state["result"] == case.state["result"]
 
 
-def test_the_person_sees_what_the_review_asks(runner: Runner) -> None:
+def test_the_person_sees_what_the_review_asks(runner: Driven) -> None:
     view = runner.start("pay", {"to": "acme", "amount": 120})
     (review,) = view.reviews
     assert review.thread_id == view.thread_id
@@ -86,7 +91,7 @@ def test_the_person_sees_what_the_review_asks(runner: Runner) -> None:
     assert runner.show(view.thread_id).reviews == (review,)
 
 
-def test_static_breakpoint_review_and_no_restart(runner: Runner) -> None:
+def test_static_breakpoint_review_and_no_restart(runner: Driven) -> None:
     """The seed resumes with `ainvoke({"approved": ...})`, which restarts the graph; we continue it."""
     view = runner.start("approval", {"task": "api"})
     (review,) = view.reviews
@@ -100,7 +105,7 @@ def test_static_breakpoint_review_and_no_restart(runner: Runner) -> None:
     assert steps == ["started", "review_requested", "decided", "applied", "completed"]
 
 
-def test_interrupt_after_pauses_after_the_node(runner: Runner) -> None:
+def test_interrupt_after_pauses_after_the_node(runner: Driven) -> None:
     view = runner.start("after", {})
     (review,) = view.reviews
     assert (review.node, review.position) == ("write", "after")
@@ -110,7 +115,7 @@ def test_interrupt_after_pauses_after_the_node(runner: Runner) -> None:
     assert effects() == ["write", "publish:better draft"]
 
 
-def test_parallel_reviews_are_answered_by_id(runner: Runner) -> None:
+def test_parallel_reviews_are_answered_by_id(runner: Driven) -> None:
     view = runner.start("fanout")
     by_node = {r.node: r for r in view.reviews}
     assert set(by_node) == {"left", "right"}
@@ -139,7 +144,7 @@ BAD = [
 
 
 @pytest.mark.parametrize(("decision", "error", "message"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
-def test_refused_decisions_leave_the_thread_as_it_was(runner: Runner, db: str, decision: Any, error: type, message: str) -> None:
+def test_refused_decisions_leave_the_thread_as_it_was(runner: Driven, db: str, decision: Any, error: type, message: str) -> None:
     view = runner.start("pay")
     before = fingerprint(db, view.thread_id)
     with pytest.raises(error, match=_literal(message)):
@@ -149,7 +154,7 @@ def test_refused_decisions_leave_the_thread_as_it_was(runner: Runner, db: str, d
     assert runner.resume(view.thread_id, Approve()).outcome == "completed"
 
 
-def test_kind_not_allowed_is_refused(runner: Runner, db: str) -> None:
+def test_kind_not_allowed_is_refused(runner: Driven, db: str) -> None:
     view = runner.start("fanout")
     left = next(r for r in view.reviews if r.node == "left")
     before = fingerprint(db, view.thread_id)
@@ -158,7 +163,7 @@ def test_kind_not_allowed_is_refused(runner: Runner, db: str) -> None:
     assert fingerprint(db, view.thread_id) == before
 
 
-def test_unknown_thread_creates_nothing(runner: Runner, db: str) -> None:
+def test_unknown_thread_creates_nothing(runner: Driven, db: str) -> None:
     runner.start("pay")
     before = fingerprint(db, "ghost")
     with pytest.raises(UnknownThreadError, match="thread 'ghost' does not exist; nothing was started"):
@@ -168,7 +173,7 @@ def test_unknown_thread_creates_nothing(runner: Runner, db: str) -> None:
     assert fingerprint(db, "ghost") == before
 
 
-def test_finished_thread_says_so(runner: Runner, db: str) -> None:
+def test_finished_thread_says_so(runner: Driven, db: str) -> None:
     view = runner.start("pay")
     runner.resume(view.thread_id, Approve())
     before = fingerprint(db, view.thread_id)
@@ -187,7 +192,7 @@ def test_finished_thread_says_so(runner: Runner, db: str) -> None:
         runner.resume(undecided.thread_id, Approve())
 
 
-def test_start_refuses_a_used_thread_id_and_unknown_workflow(runner: Runner) -> None:
+def test_start_refuses_a_used_thread_id_and_unknown_workflow(runner: Driven) -> None:
     runner.start("pay", thread_id="t-1")
     with pytest.raises(ThreadExistsError, match="thread 't-1' already"):
         runner.start("email", thread_id="t-1")
@@ -195,7 +200,7 @@ def test_start_refuses_a_used_thread_id_and_unknown_workflow(runner: Runner) -> 
         runner.start("nope")
 
 
-def test_cancel_ends_the_thread_and_its_reviews(runner: Runner) -> None:
+def test_cancel_ends_the_thread_and_its_reviews(runner: Driven) -> None:
     view = runner.start("fanout")
     done = runner.cancel(view.thread_id, actor="ops", reason="duplicate")
     assert (done.status, done.outcome, done.reviews) == ("done", "cancelled", ())
@@ -212,7 +217,7 @@ def test_cancel_ends_the_thread_and_its_reviews(runner: Runner) -> None:
     assert where["reason"] == "duplicate" and {w["node"] for w in where["at"]} == {"left", "right"}
 
 
-def test_history_records_who_decided_what(runner: Runner) -> None:
+def test_history_records_who_decided_what(runner: Driven) -> None:
     view = runner.start("pay")
     runner.resume(view.thread_id, Modify(patch={"amount": 7}, actor="ana", comment="cap it"))
     decided = [e for e in runner.history(view.thread_id) if e.event == "decided"]
@@ -223,19 +228,7 @@ def test_history_records_who_decided_what(runner: Runner) -> None:
     assert decided[0].data["comment"] == "cap it"
 
 
-async def test_async_twins(runner: Runner) -> None:
-    view = await runner.astart("pay", {"to": "acme", "amount": 5})
-    assert [r.review_id for r in await runner.apending()] == [view.reviews[0].review_id]
-    assert (await runner.ashow(view.thread_id)).status == "paused"
-    done = await runner.aresume(view.thread_id, Modify(patch={"amount": 6}))
-    assert done.state["status"] == "paid"
-    assert [e.event for e in await runner.ahistory(view.thread_id)][-1] == "completed"
-    other = await runner.astart("fanout")
-    assert (await runner.acancel(other.thread_id)).outcome == "cancelled"
-    assert effects() == ["prepare", "pay:acme:6"]
-
-
-def test_reconcile_after_a_checkpoint_without_ledger(runner: Runner, db: str) -> None:
+def test_reconcile_after_a_checkpoint_without_ledger(runner: Driven, db: str) -> None:
     """A thread resumed behind the runner's back (plain LangGraph) is noticed, not double-listed."""
     from langgraph.types import Command
 
@@ -265,7 +258,7 @@ def test_runner_docstring_example(tmp_path: Path) -> None:
         assert result.failed == 0 and result.attempted > 0
 
 
-def test_verify_phrase_payload_patch_and_review_key(runner: Runner, db: str) -> None:
+def test_verify_phrase_payload_patch_and_review_key(runner: Driven, db: str) -> None:
     view = runner.start("delete")
     (review,) = view.reviews
     assert (review.key, review.verify_phrase, review.patch_target) == ("call_delete_1", "DELETE r-42", "payload")
@@ -306,42 +299,39 @@ def test_on_review_hook_fires_once_per_new_review(db: str, effects_file: Path) -
         assert [t for _, t in seen[2:]] == ["Good enough?", "Good enough?"]
 
 
-async def test_async_nodes_pause_and_run_effects_once(db: str, effects_file: Path) -> None:
-    from typing import TypedDict
+class _ChargeState(TypedDict, total=False):
+    amount: int
+    receipt: dict[str, Any]
 
-    from langgraph.graph import END, START, StateGraph
 
-    from hitl_graphs import Workflow, request_review, run_once
-    from tests.workflows import effect
+async def _charge(state: _ChargeState) -> _ChargeState:
+    decision = request_review("gate", {"amount": state["amount"]}, editable=("amount",))
+    if decision.kind == "reject":
+        return {}
+    receipt = run_once("charge", lambda: (effect(f"async-charge:{state['amount']}"), {"amount": state["amount"]})[1])
+    return {"receipt": receipt}
 
-    class S(TypedDict, total=False):
-        amount: int
-        receipt: dict[str, Any]
 
-    async def charge(state: S) -> S:
-        decision = request_review("gate", {"amount": state["amount"]}, editable=("amount",))
-        if decision.kind == "reject":
-            return {}
-        receipt = run_once("charge", lambda: (effect(f"async-charge:{state['amount']}"), {"amount": state["amount"]})[1])
-        return {"receipt": receipt}
+def _async_charge_graph() -> StateGraph[_ChargeState]:
+    g = StateGraph(_ChargeState)
+    g.add_node("charge", _charge)
+    g.add_edge(START, "charge")
+    g.add_edge("charge", END)
+    return g
 
-    def build() -> StateGraph[S]:
-        g = StateGraph(S)
-        g.add_node("charge", charge)
-        g.add_edge(START, "charge")
-        g.add_edge("charge", END)
-        return g
 
-    with Runner.open(db, workflows=[Workflow("async-charge", build)]) as runner:
-        view = await runner.astart("async-charge", {"amount": 3})
-        (review,) = view.reviews
-        assert (review.node, review.payload) == ("charge", {"amount": 3})
-        done = await runner.aresume(view.thread_id, Modify(patch={"amount": 4}, actor="ana"))
-        assert done.state["receipt"] == {"amount": 4}
+@pytest.mark.parametrize("workflows", [[Workflow("async-charge", _async_charge_graph)]], ids=["async-nodes"])
+def test_async_nodes_pause_and_run_effects_once(runner: Driven) -> None:
+    """`async def` nodes, as LangGraph's docs write them, on either driver."""
+    view = runner.start("async-charge", {"amount": 3})
+    (review,) = view.reviews
+    assert (review.node, review.payload) == ("charge", {"amount": 3})
+    done = runner.resume(view.thread_id, Modify(patch={"amount": 4}, actor="ana"))
+    assert done.state["receipt"] == {"amount": 4}
     assert effects() == ["async-charge:4"]
 
 
-def test_a_plain_interrupt_returns_the_decision_as_a_decision_dict(runner: Runner) -> None:
+def test_a_plain_interrupt_returns_the_decision_as_a_decision_dict(runner: Driven) -> None:
     """What the README promises a user's own `interrupt()` receives on resume."""
     from typing import get_type_hints
 

@@ -10,7 +10,7 @@ import doctest
 import importlib
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -32,6 +32,7 @@ from hitl_graphs import (
     Reject,
     ReviewNotPendingError,
     Runner,
+    Workflow,
     ScriptedChatModel,
     ThreadView,
     create_tool_approval_graph,
@@ -40,15 +41,16 @@ from hitl_graphs import (
 from hitl_graphs.patches import validate_payload_patch
 from tests.agent_workflows import TOOL_WORKFLOWS, addition, pay, ship
 from tests.conftest import fingerprint, hitl, python
+from tests.drivers import Driven
 from tests.workflows import effects
 
 APP = "tests.agent_workflows"
 
 
 @pytest.fixture
-def runner(db: str, effects_file: Path) -> Iterator[Runner]:
-    with Runner.open(db, workflows=TOOL_WORKFLOWS) as r:
-        yield r
+def workflows() -> list[Workflow]:
+    """What the shared `runner` fixture (both drivers) runs in this module."""
+    return TOOL_WORKFLOWS
 
 
 def tool_messages(view: ThreadView) -> dict[str, dict[str, Any]]:
@@ -146,7 +148,7 @@ DECISIONS = [
 
 
 @pytest.mark.parametrize("case", DECISIONS, ids=lambda c: c.id)
-def test_each_decision_on_a_call(runner: Runner, case: DecisionCase) -> None:
+def test_each_decision_on_a_call(runner: Driven, case: DecisionCase) -> None:
     view = runner.start("ta-single")
     (review,) = view.reviews
     assert (review.key, review.kind, review.node) == ("c_pay", "tool_calls", "tools")
@@ -175,7 +177,7 @@ BAD_ARGS = [
 
 
 @pytest.mark.parametrize(("patch", "message"), [b[1:] for b in BAD_ARGS], ids=[b[0] for b in BAD_ARGS])
-def test_bad_arguments_are_refused_and_the_call_stays_pending(runner: Runner, db: str, patch: dict[str, Any], message: str) -> None:
+def test_bad_arguments_are_refused_and_the_call_stays_pending(runner: Driven, db: str, patch: dict[str, Any], message: str) -> None:
     view = runner.start("ta-single")
     before = fingerprint(db, view.thread_id)
     with pytest.raises(PatchError, match=literal(message)):
@@ -188,7 +190,7 @@ def test_bad_arguments_are_refused_and_the_call_stays_pending(runner: Runner, db
 # -- one turn, many calls: one review set, a decision per call id ------------------------------
 
 
-def test_parallel_calls_wait_as_one_set_and_take_mixed_decisions_by_call_id(runner: Runner, db: str) -> None:
+def test_parallel_calls_wait_as_one_set_and_take_mixed_decisions_by_call_id(runner: Driven, db: str) -> None:
     view = runner.start("ta-parallel")
     by_key = {r.key: r for r in view.reviews}
     assert set(by_key) == {"c_big", "c_bal", "c_del"}
@@ -235,13 +237,6 @@ def test_parallel_calls_wait_as_one_set_and_take_mixed_decisions_by_call_id(runn
     assert done.state["rejected_calls"] == [{"tool": "get_bank_balance", "args": {"account_id": "56789"}, "reason": "not this account"}]
 
 
-async def test_async_twins_drive_the_same_graph(runner: Runner) -> None:
-    view = await runner.astart("ta-single")
-    done = await runner.aresume(view.thread_id, Approve(), review_id="c_pay")
-    assert done.status == "done"
-    assert effects().count("pay:acme:5000") == 1
-
-
 # -- the seed's intro example: always / never / once, across processes -------------------------
 
 
@@ -271,7 +266,7 @@ def test_seed_intro_example_across_processes(db: str, effects_file: Path) -> Non
     )
 
 
-def test_ask_once_memory_is_per_thread(runner: Runner) -> None:
+def test_ask_once_memory_is_per_thread(runner: Driven) -> None:
     first = runner.start("ta-intro")
     first = runner.resume(first.thread_id, Approve(), review_id="call_balance")
     assert runner.resume(first.thread_id, Approve(), review_id="call_phone_1").status == "done"
@@ -301,7 +296,7 @@ def test_builtin_tool_approval_workflow_reproduces_the_seed(db: str) -> None:
 # -- loop guards -------------------------------------------------------------------------------
 
 
-def test_a_rejected_call_is_not_asked_again(runner: Runner) -> None:
+def test_a_rejected_call_is_not_asked_again(runner: Driven) -> None:
     view = runner.start("ta-stubborn")
     done = runner.resume(view.thread_id, Reject(reason="unknown payee"), review_id="p1")
     assert done.status == "done"                                             # the repeat did not pause
@@ -315,7 +310,7 @@ def test_a_rejected_call_is_not_asked_again(runner: Runner) -> None:
     assert [e["call_id"] for e in done.state["tool_log"]] == ["p1", "p2"]
 
 
-def test_turn_limit_stops_a_model_that_never_stops(runner: Runner) -> None:
+def test_turn_limit_stops_a_model_that_never_stops(runner: Driven) -> None:
     done = runner.start("ta-loop")
     assert done.status == "done"
     assert done.state["stop_reason"] == "turn limit: the model still asked for tools after 3 turns"
@@ -323,7 +318,7 @@ def test_turn_limit_stops_a_model_that_never_stops(runner: Runner) -> None:
     assert tool_messages(done)["loop2"]["content"] == "Not run: turn limit: the model still asked for tools after 3 turns."
 
 
-def test_unknown_tool_is_answered_not_run(runner: Runner) -> None:
+def test_unknown_tool_is_answered_not_run(runner: Driven) -> None:
     done = runner.start("ta-unknown")
     assert done.status == "done"
     assert tool_messages(done)["c_x"]["content"].startswith("Not run: there is no tool 'launch_rockets'; tools: addition, ")
@@ -332,7 +327,7 @@ def test_unknown_tool_is_answered_not_run(runner: Runner) -> None:
 # -- nested agents ----------------------------------------------------------------------------
 
 
-def test_sub_agent_reviews_surface_on_the_top_thread_and_resume_where_they_paused(runner: Runner, db: str) -> None:
+def test_sub_agent_reviews_surface_on_the_top_thread_and_resume_where_they_paused(runner: Driven, db: str) -> None:
     view = runner.start("ta-nested")
     by_key = {r.key: r for r in view.reviews}
     assert set(by_key) == {"b1", "m1"}
@@ -361,7 +356,7 @@ def test_sub_agent_reviews_surface_on_the_top_thread_and_resume_where_they_pause
     assert results["p_math"]["content"] == "m1=[a person changed the arguments to {\"a\": 1, \"b\": 2}] 3.0 | m2=found pi"
 
 
-def test_nested_model_schemas_are_checked_before_running(runner: Runner) -> None:
+def test_nested_model_schemas_are_checked_before_running(runner: Driven) -> None:
     view = runner.start("ta-ship")
     with pytest.raises(PatchError, match=literal("field 'args.parcel.weight_kg' expects number")):
         runner.resume(view.thread_id, Modify(patch={"args": {"to": "ana", "parcel": {"weight_kg": "2kg"}}}), review_id="c_ship")

@@ -344,9 +344,14 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows):
         """Async `sweep`."""
         return await adrive(self._sweep())
 
-    async def await_decision(self, thread_id: str, *, review_id: str | None = None, timeout: float, poll: float = 0.2) -> ThreadView:
+    async def await_for_decision(self, thread_id: str, *, review_id: str | None = None, timeout: float, poll: float = 0.2) -> ThreadView:
         """Async `wait_for_decision`: the seed's `asyncio.wait_for(user_input(), timeout)`, durable."""
         return await adrive(self._wait(thread_id, review_id, timeout, poll))
+
+    async def await_decision(self, thread_id: str, *, review_id: str | None = None, timeout: float, poll: float = 0.2) -> ThreadView:
+        """The old name of `await_for_decision` (which follows the `x` / `ax` rule of every other
+        twin); kept working."""
+        return await self.await_for_decision(thread_id, review_id=review_id, timeout=timeout, poll=poll)
 
     async def acancel(self, thread_id: str, *, actor: str | None = None, reason: str | None = None) -> ThreadView:
         """Async `cancel`."""

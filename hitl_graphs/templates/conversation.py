@@ -54,6 +54,8 @@ from hitl_graphs.errors import ConfigError, InvalidDecisionError
 from hitl_graphs.gate import check_default, request_review
 from hitl_graphs.templates._steps import ask, check_step, short
 
+__all__ = ["Agent", "ConversationState", "Ended", "NO_REPLY", "Turn", "create_conversation_graph", "to_messages"]
+
 
 class Turn(TypedDict):
     """One message of the conversation."""

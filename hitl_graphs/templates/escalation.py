@@ -43,20 +43,10 @@ from hitl_graphs.effects import record_event
 from hitl_graphs.gate import check_default, request_review, to_json
 
 __all__ = [
-    "AgentLevel",
-    "AnyTrigger",
-    "CustomTrigger",
-    "ErrorTrigger",
-    "EscalationHandler",
-    "EscalationLevel",
-    "EscalationState",
-    "EscalationTrigger",
-    "HumanLevel",
-    "LowConfidenceTrigger",
-    "ModelHandler",
-    "SensitiveTrigger",
-    "create_escalation_graph",
-    "default_levels",
+    "AgentLevel", "AnyTrigger", "Attempt", "CustomTrigger", "DEFAULT_TRIGGER", "ErrorTrigger", "EscalationCase",
+    "EscalationHandler", "EscalationLevel", "EscalationState", "EscalationTrigger", "HumanLevel",
+    "LowConfidenceTrigger", "ModelHandler", "SensitiveTrigger", "create_escalation_graph", "default_levels",
+    "parse_model_reply"
 ]
 
 # -- what flows through the levels ----------------------------------------------------------
@@ -133,7 +123,7 @@ class ModelHandler:
     told what the levels below answered and why that was escalated, so it retries knowingly.
 
     Example:
-        >>> from hitl_graphs import ScriptedChatModel
+        >>> from hitl_graphs.testing import ScriptedChatModel
         >>> senior = ModelHandler(ScriptedChatModel(script=['{"output": "refund", "confidence": 0.9}']))
         >>> senior({"task": "refund?", "attempts": [], "escalations": []})
         {'output': 'refund', 'confidence': 0.9}

@@ -61,6 +61,11 @@ from hitl_graphs.errors import ConfigError, InvalidDecisionError
 from hitl_graphs.gate import check_default, request_review
 from hitl_graphs.templates._steps import Stopped, ask, check_step, short
 
+__all__ = [
+    "GateDecision", "GatePolicy", "GateRecord", "MultiStepState", "PHASE_PROMPT", "Phase", "PhaseInput",
+    "PhaseOutput", "PhaseStep", "create_multi_step_graph", "review_when_marked"
+]
+
 GateDecision = Literal["pending", "approve", "modify", "reject", "skipped"]
 _DECISIONS: tuple[DecisionKind, ...] = ("approve", "modify", "reject")
 

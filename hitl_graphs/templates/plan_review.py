@@ -64,6 +64,12 @@ from hitl_graphs.templates._steps import (
     thread_id,
 )
 
+__all__ = [
+    "EXECUTOR_PROMPT", "Executor", "PLANNER_PROMPT", "PlanContext", "PlanProposal", "PlanState", "PlanStatus",
+    "PlanVersion", "Planner", "ReviewHook", "StepResult", "create_plan_review_graph", "plan_memory",
+    "plan_outcome"
+]
+
 PlanStatus = Literal["proposed", "approved", "edited", "rejected"]
 
 

@@ -57,7 +57,7 @@ from hitl_graphs.patches import PATCH_CHECK
 from hitl_graphs.policies import AlwaysAskPolicy, AskOncePolicy, ConfirmationPolicy
 from hitl_graphs.reviews import ReviewRequest
 
-__all__ = ["ToolApprovalState", "agent_tool", "create_tool_approval_graph", "tool_args_schema"]
+__all__ = ["ToolApprovalState", "ToolLike", "agent_tool", "create_tool_approval_graph", "tool_args_schema"]
 
 
 def _union(current: list[str] | None, new: list[str] | None) -> list[str]:
@@ -153,7 +153,8 @@ def create_tool_approval_graph(
             a `default` a tool call review cannot take.
 
     Example:
-        >>> from hitl_graphs import NeverAskPolicy, ScriptedChatModel, tool_call
+        >>> from hitl_graphs import NeverAskPolicy
+        >>> from hitl_graphs.testing import ScriptedChatModel, tool_call
         >>> def addition(a: float, b: float) -> float:
         ...     '''Add two numbers.'''
         ...     return a + b
@@ -315,7 +316,7 @@ def agent_tool(agent: StateGraph[Any] | CompiledStateGraph[Any, Any, Any, Any], 
         description: What the parent's model is told the sub-agent does.
 
     Example:
-        >>> from hitl_graphs import ScriptedChatModel
+        >>> from hitl_graphs.testing import ScriptedChatModel
         >>> helper = create_tool_approval_graph(ScriptedChatModel(script=["done"]), [])
         >>> agent_tool(helper, name="helper", description="Does things.").invoke({"request": "go"})
         'done'
