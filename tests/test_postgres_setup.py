@@ -151,7 +151,9 @@ def test_a_database_from_a_newer_release_is_refused_and_left_unchanged(pg_db_url
     migrate(pg_db_url)
     with connect(pg_db_url) as conn:
         conn.execute("UPDATE hitl_meta SET value = '99' WHERE key = 'schema_version'")
-    newer = r"has schema version 99, newer than this hitl_graphs reads \(1\); upgrade hitl-graphs"
+    from hitl_graphs.storage.postgres.schema import SCHEMA_VERSION
+
+    newer = rf"has schema version 99, newer than this hitl_graphs reads \({SCHEMA_VERSION}\); upgrade hitl-graphs"
     with pytest.raises(SchemaVersionError, match=newer):
         open_store(pg_db_url)
     with pytest.raises(SchemaVersionError, match=newer):
