@@ -64,6 +64,7 @@ from hitl_graphs.policies import (
 from hitl_graphs.registry import Workflow, get_workflow, load_app, register, registered
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
 from hitl_graphs.runner import Runner
+from hitl_graphs.runtime.streaming import AsyncRunStream, RunStream
 from hitl_graphs.scripted import ScriptedChatModel, tool_call
 from hitl_graphs.store import HitlSqliteSaver, SqliteStore, default_db_path
 from hitl_graphs.templates import (
@@ -111,6 +112,7 @@ __all__ = [
     "Approve",
     "AskOncePolicy",
     "AskWhenPolicy",
+    "AsyncRunStream",
     "AuditError",
     "AuditHead",
     "AuditKeyError",
@@ -159,6 +161,7 @@ __all__ = [
     "ReviewExpiredError",
     "ReviewNotPendingError",
     "ReviewRequest",
+    "RunStream",
     "Runner",
     "SchemaVersionError",
     "ScriptedChatModel",

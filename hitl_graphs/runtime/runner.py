@@ -53,6 +53,7 @@ from hitl_graphs.runtime.driver import (
 )
 from hitl_graphs.runtime.recovering import RecoverFlows
 from hitl_graphs.runtime.running import RunFlows
+from hitl_graphs.runtime.streaming import StreamMethods
 from hitl_graphs.runtime.support import (
     Graph,
 )
@@ -62,7 +63,7 @@ from hitl_graphs.workers import Pools
 from hitl_graphs.workers import install as install_workers
 
 
-class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows):
+class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows, StreamMethods):
     """Run registered workflows on one database and answer their reviews.
 
     Args:
