@@ -32,6 +32,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Durability
 from pydantic import BaseModel
 
+from hitl_graphs.decisions import Decision
 from hitl_graphs.errors import ConfigError, UnknownWorkflowError
 from hitl_graphs.reviews import Outcome
 
@@ -74,6 +75,15 @@ class Workflow:
             than their nodes (`proposed_action: dict` read as `action` and `target`), at static
             breakpoints and plain `interrupt()` calls above all (see `hitl_graphs.patches`).
 
+        resume_value: How a decision becomes the value a plain `interrupt()` of the graph returns
+            (one the toolkit did not raise: `request_review` always gets the decision). By
+            default the decision as JSON, a `DecisionDict` (`{"kind": "approve", ...}`); a graph
+            written for plain LangGraph often expects its own shape, e.g.
+            `resume_value=lambda d: {"approved": d.kind == "approve"}`. Return JSON-native data
+            (checkpoints store it). Called before the decision is recorded, so one it raises on is
+            refused; a graph that still raises on the value gets its decision released
+            (`ResumeRefusedError`: the review waits again), never a thread stuck with it.
+
     Example:
         >>> from hitl_graphs.examples.basics import approval_graph
         >>> wf = Workflow("deploy", lambda: approval_graph().compile(interrupt_before=["execute"]),
@@ -94,6 +104,7 @@ class Workflow:
     durability: Durability | None = None
     serde_types: Sequence[type] = ()
     patch_model: type[BaseModel] | None = None
+    resume_value: Callable[[Decision], Any] | None = None
 
     def __post_init__(self) -> None:
         if self.patch_model is not None and not (isinstance(self.patch_model, type) and issubclass(self.patch_model, BaseModel)):
