@@ -6,6 +6,8 @@
     deciding    resume with a decision: pick the review, admit, claim once, apply; cancel
     recovering  apply recorded decisions, continue stalled runs, retry failed steps
     deadlines   the sweep's default decisions; waiting for a decision in-process
+    streaming   start and resume, streaming LangGraph's chunks (`Runner.stream`, `stream_resume`)
+    adopting    threads plain LangGraph ran on the same file, brought into the ledger
     runner      the `Runner` facade: each public method drives one flow
 """
 

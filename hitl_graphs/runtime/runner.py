@@ -43,6 +43,7 @@ from hitl_graphs.ledger import (
 )
 from hitl_graphs.registry import Workflow, get_workflow
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
+from hitl_graphs.runtime.adopting import AdoptFlows
 from hitl_graphs.runtime.deadlines import DeadlineFlows
 from hitl_graphs.runtime.deciding import DecideFlows
 from hitl_graphs.runtime.driver import (
@@ -63,7 +64,7 @@ from hitl_graphs.workers import Pools
 from hitl_graphs.workers import install as install_workers
 
 
-class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows, StreamMethods):
+class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows, StreamMethods, AdoptFlows):
     """Run registered workflows on one database and answer their reviews.
 
     Args:
