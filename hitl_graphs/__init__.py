@@ -62,7 +62,7 @@ from hitl_graphs.policies import (
     ConfirmationPolicy,
     NeverAskPolicy,
 )
-from hitl_graphs.registry import Workflow, get_workflow, load_app, register, registered
+from hitl_graphs.registry import CheckpointerReplacedWarning, Workflow, get_workflow, load_app, register, registered
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
 from hitl_graphs.runner import Runner
 from hitl_graphs.runtime.streaming import AsyncRunStream, RunStream
@@ -118,6 +118,7 @@ __all__ = [
     "AuditHead",
     "AuditKeyError",
     "AuditReport",
+    "CheckpointerReplacedWarning",
     "ConfigError",
     "Confirmation",
     "ConfirmationLevel",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,11 @@ from hitl_graphs.errors import ConfigError, UnknownWorkflowError
 from hitl_graphs.reviews import Outcome
 
 
+class CheckpointerReplacedWarning(UserWarning):
+    """A workflow's graph came compiled with a checkpointer of its own, and the runner runs it on
+    the runner's saver instead (the ledger must share the checkpoints' database)."""
+
+
 @dataclass(frozen=True)
 class Workflow:
     """A named graph the runner can start and resume.
@@ -44,7 +50,8 @@ class Workflow:
     Args:
         name: The name threads are recorded under (`hitl run NAME`).
         graph: A `StateGraph` (compiled by the runner with its checkpointer), a compiled graph
-            (its `interrupt_before`/`interrupt_after` are kept, its checkpointer replaced), or a
+            (its `interrupt_before`/`interrupt_after` are kept; a checkpointer it was compiled
+            with is replaced by the runner's, with a `CheckpointerReplacedWarning`), or a
             zero-argument factory returning either.
         description: One line for `hitl workflows`.
         editable: State fields a `Modify` may patch at static breakpoints and at plain
@@ -119,6 +126,14 @@ class Workflow:
         if isinstance(graph, StateGraph):
             return graph.compile(checkpointer=checkpointer)
         if isinstance(graph, CompiledStateGraph):
+            theirs = graph.checkpointer
+            if isinstance(theirs, BaseCheckpointSaver) and theirs is not checkpointer:
+                warnings.warn(CheckpointerReplacedWarning(
+                    f"workflow {self.name!r}: its graph was compiled with checkpointer={type(theirs).__name__}, which "
+                    f"the runner replaces with its own {type(checkpointer).__name__} on the runner's database (the ledger "
+                    "sits beside the checkpoints, in one transaction). Threads your saver already holds in a SQLite "
+                    "file: open that file (`Runner.open(path)`) and `runner.adopt` them. Compile the graph without a "
+                    "checkpointer to silence this."), stacklevel=3)
             return graph.copy(update={"checkpointer": checkpointer})
         raise ConfigError(
             f"workflow {self.name!r}: graph must be a StateGraph, a compiled StateGraph or a factory of one, "

@@ -54,6 +54,7 @@ from hitl_graphs.runtime.driver import (
 )
 from hitl_graphs.runtime.recovering import RecoverFlows
 from hitl_graphs.runtime.running import RunFlows
+from hitl_graphs.runtime.savers import not_a_store
 from hitl_graphs.runtime.streaming import StreamMethods
 from hitl_graphs.runtime.support import (
     Graph,
@@ -106,6 +107,8 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows, StreamMethods, 
         reuse_threads: bool = True,
         max_attempts: int = 3,
     ) -> None:
+        if not isinstance(store, SqliteStore):
+            raise ConfigError(not_a_store(store))
         self.store = store
         self.ledger = Ledger(store.conn, store.lock, store.marks)
         self.effects = EffectLog(store.conn, store.lock)
