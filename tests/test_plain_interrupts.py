@@ -94,3 +94,15 @@ def test_request_review_refuses_the_kind_plain_interrupts_are_listed_as() -> Non
     graph.add_edge("n", END)
     with pytest.raises(ConfigError, match="kind 'custom' is how a plain interrupt\\(\\) is listed"):
         graph.compile().invoke({})
+
+
+def test_a_reader_who_stops_a_resume_stream_does_not_release_the_decision(db: str, effects_file: Path) -> None:
+    with Runner.open(db, workflows=[SHIP]) as runner:
+        runner.start("ship", {"item": "o-1"}, thread_id="o-1")
+        with runner.stream_resume("o-1", Approve(actor="ana"), stream_mode="debug") as stream:
+            next(stream)  # the task starts; the reader walks away
+        assert "released" not in [e.event for e in runner.history("o-1")]
+        assert runner.show("o-1").awaiting_recovery  # the decision stands; recover applies it
+        [done] = runner.recover()
+        assert (done.status, done.state["result"]) == ("done", "shipped")
+        assert effects() == ["ship:o-1"]

@@ -114,3 +114,29 @@ def test_start_with_the_id_of_a_thread_run_outside_names_adopt(db: str) -> None:
         runner.graph("email").invoke(INPUT, {"configurable": {"thread_id": "t9"}})
         with pytest.raises(ThreadExistsError, match=r"run outside the runner.*hitl adopt --workflow WORKFLOW t9"):
             runner.start("email", INPUT, thread_id="t9")
+
+
+def test_a_graph_with_async_nodes_streams_from_sync_code(db: str) -> None:
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    from hitl_graphs import Workflow, request_review
+
+    class S(TypedDict, total=False):
+        n: int
+
+    async def bump(state: S) -> S:
+        request_review("gate", {"n": state["n"]})
+        return {"n": state["n"] + 1}
+
+    graph = StateGraph(S)
+    graph.add_node("bump", bump)
+    graph.add_edge(START, "bump")
+    graph.add_edge("bump", END)
+    with Runner.open(db, workflows=[Workflow("async-bump", graph)]) as runner:
+        stream = runner.stream("async-bump", {"n": 1}, stream_mode=["values", "updates"], subgraphs=True)
+        chunks = list(stream)
+        assert chunks[0] == ((), "values", {"n": 1}) and stream.view.status == "paused"
+        done = runner.stream_resume(stream.view.thread_id, Approve(actor="ana"), stream_mode="values")
+        assert list(done)[-1] == {"n": 2} and done.view.state == {"n": 2}

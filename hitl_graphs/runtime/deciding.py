@@ -47,6 +47,7 @@ from hitl_graphs.runtime.admission import (
 )
 from hitl_graphs.runtime.driver import (
     Flow,
+    StreamClosed,
     UpdateState,
     call,
 )
@@ -212,7 +213,8 @@ class DecideFlows:
             try:
                 return (yield from self._run(wf, graph, thread_id, command, outcome_if_done=outcome))
             except Exception as exc:
-                yield from self._release(wf, graph, thread_id, review, exc)
+                if not isinstance(exc, StreamClosed):  # a reader who stopped is no refusal of the value
+                    yield from self._release(wf, graph, thread_id, review, exc)
                 raise
         update: dict[str, Any]
         match decision:

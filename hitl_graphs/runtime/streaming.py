@@ -31,7 +31,7 @@ from langgraph.types import StreamMode
 
 from hitl_graphs.decisions import Decision
 from hitl_graphs.reviews import ThreadView
-from hitl_graphs.runtime.driver import Flow, Invoke, async_only, run_async, run_sync, sync_drive
+from hitl_graphs.runtime.driver import Flow, Invoke, StreamClosed, async_only, run_async, run_sync, sync_drive
 
 if TYPE_CHECKING:
     from hitl_graphs.runtime.runner import Runner
@@ -39,43 +39,17 @@ if TYPE_CHECKING:
 StreamModes: TypeAlias = StreamMode | Sequence[StreamMode] | None
 """One mode (chunks are payloads), several (chunks are `(mode, payload)`), or None: the graph's default."""
 
-_SKIP = object()
-
-
-class StreamClosed(Exception):
-    """Thrown into a flow whose caller stopped reading: the run is settled as stopped mid-way."""
-
-
 @dataclass(frozen=True, slots=True)
 class _Ask:
-    """What the caller asked to see, and how LangGraph would have shaped it."""
+    """What the caller asked to see: handed to `graph.stream` as given, so the chunks are LangGraph's."""
 
     modes: StreamModes
     subgraphs: bool
 
-    def run_modes(self, effect: Invoke) -> list[StreamMode]:
-        return list(self.wanted(effect))
-
-    def wanted(self, effect: Invoke) -> tuple[StreamMode, ...]:
+    def kwargs(self, effect: Invoke) -> dict[str, Any]:
         modes = self.modes if self.modes is not None else effect.graph.stream_mode
-        return (modes,) if isinstance(modes, str) else tuple(dict.fromkeys(modes))
-
-    def relay(self, effect: Invoke, chunk: Any) -> Any:
-        """A chunk of a run asked for as a list of modes, reshaped as the caller's modes give it."""
-        if self.subgraphs:
-            ns, mode, payload = chunk
-        else:
-            ns, (mode, payload) = (), chunk
-        if mode not in self.wanted(effect):
-            return _SKIP
-        single = isinstance(self.modes if self.modes is not None else effect.graph.stream_mode, str)
-        if single:
-            return (ns, payload) if self.subgraphs else payload
-        return (ns, mode, payload) if self.subgraphs else (mode, payload)
-
-
-def _kwargs(effect: Invoke, ask: _Ask) -> dict[str, Any]:
-    return {"stream_mode": ask.run_modes(effect), "subgraphs": ask.subgraphs, "durability": effect.durability}
+        return {"stream_mode": modes if isinstance(modes, str) else list(modes), "subgraphs": self.subgraphs,
+                "durability": effect.durability}
 
 
 def _chunks(effect: Invoke, ask: _Ask) -> Generator[Any, None, None]:
@@ -83,7 +57,7 @@ def _chunks(effect: Invoke, ask: _Ask) -> Generator[Any, None, None]:
         # LangGraph's sync stream refuses async-only nodes: step its async stream on a loop of our
         # own (no loop runs in this thread: `Runner.graph` refused the call otherwise)
         loop = asyncio.new_event_loop()
-        agen = effect.graph.astream(effect.input, effect.config, **_kwargs(effect, ask))
+        agen = effect.graph.astream(effect.input, effect.config, **ask.kwargs(effect))
         try:
             while True:
                 try:
@@ -94,7 +68,7 @@ def _chunks(effect: Invoke, ask: _Ask) -> Generator[Any, None, None]:
             loop.run_until_complete(agen.aclose())
             loop.close()
     else:
-        yield from effect.graph.stream(effect.input, effect.config, **_kwargs(effect, ask))
+        yield from effect.graph.stream(effect.input, effect.config, **ask.kwargs(effect))
 
 
 def _stream_sync(flow: Flow[ThreadView], ask: _Ask, done: list[ThreadView]) -> Generator[Any, None, None]:
@@ -113,13 +87,12 @@ def _stream_sync(flow: Flow[ThreadView], ask: _Ask, done: list[ThreadView]) -> G
                 continue
             with closing(_chunks(effect, ask)) as chunks:
                 for chunk in chunks:
-                    if (relayed := ask.relay(effect, chunk)) is not _SKIP:
-                        try:
-                            yield relayed
-                        except GeneratorExit:
-                            chunks.close()  # stop the run before settling where it stopped
-                            _abandon_sync(flow)
-                            raise
+                    try:
+                        yield chunk
+                    except GeneratorExit:
+                        chunks.close()  # stop the run before settling where it stopped
+                        _abandon_sync(flow)
+                        raise
             # None: the flow reads where the run stopped from the checkpoint
         except Exception as exc:
             error = exc
@@ -154,15 +127,14 @@ async def _stream_async(flow: Flow[ThreadView], ask: _Ask, done: list[ThreadView
             if not isinstance(effect, Invoke):
                 send = await run_async(effect)
                 continue
-            async with aclosing(effect.graph.astream(effect.input, effect.config, **_kwargs(effect, ask))) as chunks:
+            async with aclosing(effect.graph.astream(effect.input, effect.config, **ask.kwargs(effect))) as chunks:
                 async for chunk in chunks:
-                    if (relayed := ask.relay(effect, chunk)) is not _SKIP:
-                        try:
-                            yield relayed
-                        except GeneratorExit:
-                            await chunks.aclose()
-                            await _abandon_async(flow)
-                            raise
+                    try:
+                        yield chunk
+                    except GeneratorExit:
+                        await chunks.aclose()
+                        await _abandon_async(flow)
+                        raise
         except Exception as exc:
             error = exc
 
