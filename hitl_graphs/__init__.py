@@ -51,6 +51,7 @@ from hitl_graphs.errors import (
     PatchError,
     PermissionDeniedError,
     ReviewExpiredError,
+    ResumeRefusedError,
     ReviewNotPendingError,
     SchemaVersionError,
     StaleReviewError,
@@ -77,9 +78,10 @@ from hitl_graphs.policies import (
     ConfirmationPolicy,
     NeverAskPolicy,
 )
-from hitl_graphs.registry import Workflow, get_workflow, load_app, register, registered
+from hitl_graphs.registry import CheckpointerReplacedWarning, Workflow, get_workflow, load_app, register, registered
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
 from hitl_graphs.runner import Runner
+from hitl_graphs.runtime.streaming import AsyncRunStream, RunStream
 from hitl_graphs.templates.conversation import create_conversation_graph
 from hitl_graphs.templates.escalation import create_escalation_graph
 from hitl_graphs.templates.multi_step import create_multi_step_graph
@@ -176,10 +178,12 @@ __all__ = [
     "Approve",
     "AskOncePolicy",
     "AskWhenPolicy",
+    "AsyncRunStream",
     "AuditError",
     "AuditHead",
     "AuditKeyError",
     "AuditReport",
+    "CheckpointerReplacedWarning",
     "ConfigError",
     "Confirmation",
     "ConfirmationLevel",
@@ -202,9 +206,11 @@ __all__ = [
     "PermissionDeniedError",
     "Reject",
     "Respond",
+    "ResumeRefusedError",
     "ReviewExpiredError",
     "ReviewNotPendingError",
     "ReviewRequest",
+    "RunStream",
     "Runner",
     "SchemaVersionError",
     "StaleReviewError",

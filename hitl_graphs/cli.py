@@ -362,6 +362,29 @@ def cancel(
 
 
 @app.command()
+def adopt(
+    workflow: Annotated[str, typer.Option("--workflow", help="The registered workflow whose graph ran them.")],
+    threads: Annotated[list[str] | None, typer.Argument(help="Thread ids plain LangGraph ran on this database.")] = None,
+    every: Annotated[bool, typer.Option("--all", help="Every thread with checkpoints that the ledger does not know.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Bring threads that plain LangGraph ran on this file (its SqliteSaver) into the ledger, read
+    where each paused, so `pending`, `show` and `approve` work on them. Nothing runs."""
+    if bool(threads) == every:
+        _fail("name the threads to adopt, or pass --all (not both)")
+    with _runner() as runner:
+        ids = runner.outside_threads() if every else list(threads or ())
+        views = [runner.adopt(t, workflow) for t in ids]
+    if as_json:
+        _print_json([_view_json(v) for v in views])
+        return
+    if not views:
+        out.print("no thread to adopt: the ledger knows every thread in this file")
+    for view in views:
+        _print_view(view)
+
+
+@app.command()
 def recover(as_json: JsonFlag = False) -> None:
     """Finish what crashed processes left: apply recorded decisions and continue stalled runs."""
     with _runner() as runner:

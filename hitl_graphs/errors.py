@@ -25,7 +25,8 @@ means nothing was written: the thread stays paused exactly as it was.
         ├── ReviewExpiredError     the review's deadline passed; its default decision applies
         ├── PermissionDeniedError  the actor lacks the review's role, or requested the action
         ├── StaleReviewError       what the review shows changed since the person looked
-        └── AlreadyDecidedError    someone else (a person or the deadline sweep) decided first
+        ├── AlreadyDecidedError    someone else (a person or the deadline sweep) decided first
+        └── ResumeRefusedError     the graph raised on the value it was resumed with; the review waits again
 """
 
 from __future__ import annotations
@@ -138,3 +139,11 @@ class PermissionDeniedError(DecisionError):
 
 class StaleReviewError(DecisionError):
     """The pending action changed since the person saw it; they must look again."""
+
+
+class ResumeRefusedError(DecisionError):
+    """A plain `interrupt()` of the graph (not `request_review`) raised on the value its decision
+    resumed it with (`answer["approved"]` on a decision it did not expect). The decision was
+    released: the review is pending again and the thread paused, so nobody is stuck with a used-up
+    decision. Tell the workflow what its `interrupt()` expects (`Workflow(resume_value=...)`),
+    then decide again."""

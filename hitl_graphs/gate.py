@@ -37,6 +37,9 @@ from hitl_graphs.reviews import PatchTarget, Position
 
 GATE_MARK = "__hitl_review__"
 
+PLAIN_KIND = "custom"
+"""The kind a plain `interrupt(value)` of a user's graph is listed as (not raised by `request_review`)."""
+
 DEFAULT_ACTOR_PREFIX = "hitl:"
 """The actor of a decision nobody made: a review's default, applied by the sweep (`hitl:deadline`)
 or by a wait that timed out (`hitl:timeout`)."""
@@ -101,6 +104,8 @@ def request_review(
         ...     return {"sent": True}
     """
     check_default(default, allowed, verify=verify_phrase is not None)
+    if kind == PLAIN_KIND:  # what a plain interrupt() is listed as: the runner must tell them apart
+        raise ConfigError(f"kind {PLAIN_KIND!r} is how a plain interrupt() is listed; give your review another kind")
     spec = {
         GATE_MARK: 1,
         "node": _top_level_node(),

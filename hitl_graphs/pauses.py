@@ -26,7 +26,7 @@ from typing import Any
 from langgraph.types import StateSnapshot
 
 from hitl_graphs.decisions import DEFAULT_KINDS
-from hitl_graphs.gate import read_gate, to_json
+from hitl_graphs.gate import PLAIN_KIND, read_gate, to_json
 from hitl_graphs.reviews import Position, ReviewRequest
 
 
@@ -124,7 +124,7 @@ def _interrupt_review(
             workflow=workflow,
             node=node,
             position="before",
-            kind="custom",
+            kind=PLAIN_KIND,
             title=value if isinstance(value, str) else f"Review at {node}",
             payload=to_json(value),
             allowed=DEFAULT_KINDS,
@@ -156,6 +156,12 @@ def _interrupt_review(
         default_decision=_default(spec),
         payload_hash=payload_hash(spec["payload"]),
     )
+
+
+def is_plain_interrupt(review: ReviewRequest) -> bool:
+    """A review raised by a plain `interrupt(value)` of the user's graph, not by `request_review`:
+    its node reads the resume value in its own shape (`Workflow(resume_value=...)`)."""
+    return review.source == "interrupt" and review.kind == PLAIN_KIND
 
 
 def pause_from_output(

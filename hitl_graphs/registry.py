@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,8 +33,14 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Durability
 from pydantic import BaseModel
 
+from hitl_graphs.decisions import Decision
 from hitl_graphs.errors import ConfigError, UnknownWorkflowError
 from hitl_graphs.reviews import Outcome
+
+
+class CheckpointerReplacedWarning(UserWarning):
+    """A workflow's graph came compiled with a checkpointer of its own, and the runner runs it on
+    the runner's saver instead (the ledger must share the checkpoints' database)."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +50,8 @@ class Workflow:
     Args:
         name: The name threads are recorded under (`hitl run NAME`).
         graph: A `StateGraph` (compiled by the runner with its checkpointer), a compiled graph
-            (its `interrupt_before`/`interrupt_after` are kept, its checkpointer replaced), or a
+            (its `interrupt_before`/`interrupt_after` are kept; a checkpointer it was compiled
+            with is replaced by the runner's, with a `CheckpointerReplacedWarning`), or a
             zero-argument factory returning either.
         description: One line for `hitl workflows`.
         editable: State fields a `Modify` may patch at static breakpoints and at plain
@@ -74,6 +82,15 @@ class Workflow:
             than their nodes (`proposed_action: dict` read as `action` and `target`), at static
             breakpoints and plain `interrupt()` calls above all (see `hitl_graphs.patches`).
 
+        resume_value: How a decision becomes the value a plain `interrupt()` of the graph returns
+            (one the toolkit did not raise: `request_review` always gets the decision). By
+            default the decision as JSON, a `DecisionDict` (`{"kind": "approve", ...}`); a graph
+            written for plain LangGraph often expects its own shape, e.g.
+            `resume_value=lambda d: {"approved": d.kind == "approve"}`. Return JSON-native data
+            (checkpoints store it). Called before the decision is recorded, so one it raises on is
+            refused; a graph that still raises on the value gets its decision released
+            (`ResumeRefusedError`: the review waits again), never a thread stuck with it.
+
     Example:
         >>> from hitl_graphs.examples.basics import approval_graph
         >>> wf = Workflow("deploy", lambda: approval_graph().compile(interrupt_before=["execute"]),
@@ -94,6 +111,7 @@ class Workflow:
     durability: Durability | None = None
     serde_types: Sequence[type] = ()
     patch_model: type[BaseModel] | None = None
+    resume_value: Callable[[Decision], Any] | None = None
 
     def __post_init__(self) -> None:
         if self.patch_model is not None and not (isinstance(self.patch_model, type) and issubclass(self.patch_model, BaseModel)):
@@ -108,6 +126,14 @@ class Workflow:
         if isinstance(graph, StateGraph):
             return graph.compile(checkpointer=checkpointer)
         if isinstance(graph, CompiledStateGraph):
+            theirs = graph.checkpointer
+            if isinstance(theirs, BaseCheckpointSaver) and theirs is not checkpointer:
+                warnings.warn(CheckpointerReplacedWarning(
+                    f"workflow {self.name!r}: its graph was compiled with checkpointer={type(theirs).__name__}, which "
+                    f"the runner replaces with its own {type(checkpointer).__name__} on the runner's database (the ledger "
+                    "sits beside the checkpoints, in one transaction). Threads your saver already holds in a SQLite "
+                    "file: open that file (`Runner.open(path)`) and `runner.adopt` them. Compile the graph without a "
+                    "checkpointer to silence this."), stacklevel=3)
             return graph.copy(update={"checkpointer": checkpointer})
         raise ConfigError(
             f"workflow {self.name!r}: graph must be a StateGraph, a compiled StateGraph or a factory of one, "

@@ -32,3 +32,13 @@ def test_readme_starts_with_the_two_commands() -> None:
     assert first_block is not None
     commands = [line.split("#")[0].strip() for line in first_block.group(1).splitlines()]
     assert commands == ["make demo", "make test"]
+
+
+def test_streaming_block_runs(tmp_path: Path) -> None:
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"<!-- streaming[^>]*-->\s*```python\n(.*?)```", text, re.S)
+    assert block is not None
+    result = subprocess.run([sys.executable, "-c", block.group(1)], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["draft", "__interrupt__", "paused", "review", "send", "done completed"]

@@ -6,6 +6,9 @@
     deciding    resume with a decision: pick the review, admit, claim once, apply; cancel
     recovering  apply recorded decisions, continue stalled runs, retry failed steps
     deadlines   the sweep's default decisions; waiting for a decision in-process
+    streaming   start and resume, streaming LangGraph's chunks (`Runner.stream`, `stream_resume`)
+    savers      which saver runs a workflow; what a user's own saver maps to
+    adopting    threads plain LangGraph ran on the same file, brought into the ledger
     runner      the `Runner` facade: each public method drives one flow
 """
 

@@ -25,16 +25,19 @@ from hitl_graphs.errors import (
     DecisionError,
     InvalidDecisionError,
     NoPendingReviewError,
+    ResumeRefusedError,
     ReviewNotPendingError,
     StaleReviewError,
     ThreadBusyError,
     UnknownReviewError,
 )
 from hitl_graphs.audit import Event
+from hitl_graphs.gate import to_json
 from hitl_graphs.storage.base import ReviewRow, ThreadRow
 from hitl_graphs.patches import check_needs
+from hitl_graphs.pauses import is_plain_interrupt
 from hitl_graphs.registry import Workflow
-from hitl_graphs.reviews import Outcome, ThreadView
+from hitl_graphs.reviews import Outcome, ReviewRequest, ThreadView
 from hitl_graphs.runtime.admission import (
     admit,
     check_prefix,
@@ -42,6 +45,7 @@ from hitl_graphs.runtime.admission import (
 )
 from hitl_graphs.runtime.driver import (
     Flow,
+    StreamClosed,
     UpdateState,
     call,
 )
@@ -100,6 +104,7 @@ class DecideFlows:
             values = yield from self._check_still_pending(wf, graph, row, review)
         if isinstance(clean, Modify):  # what the node needs of the patch, before anything is recorded
             check_needs(clean.patch, review.request, graph=graph, model=wf.patch_model, values=values)
+        resume_value(wf, review.request, clean)  # a converter that raises refuses the decision here
         with self.store.marks.hold() as owner:
             yield from call(self.ledger.claim, thread_id, review.review_id, decision_to_json(clean), owner=owner,
                             lease_until=time.time() + self.lease, record=replaced_values(clean, review.request, values))
@@ -200,11 +205,15 @@ class DecideFlows:
         outcome: Outcome = "rejected" if isinstance(decision, Reject) else "completed"
         if request.source == "interrupt":
             patch = decision.patch if isinstance(decision, Modify) and request.patch_target == "state" else None
-            return (yield from self._run(
-                wf, graph, thread_id,
-                Command(resume={review.review_id: decision_to_json(decision)}, update=patch),
-                outcome_if_done=outcome,
-            ))
+            command = Command(resume={review.review_id: resume_value(wf, request, decision)}, update=patch)
+            if not is_plain_interrupt(request):
+                return (yield from self._run(wf, graph, thread_id, command, outcome_if_done=outcome))
+            try:
+                return (yield from self._run(wf, graph, thread_id, command, outcome_if_done=outcome))
+            except Exception as exc:
+                if not isinstance(exc, StreamClosed):  # a reader who stopped is no refusal of the value
+                    yield from self._release(wf, graph, thread_id, review, exc)
+                raise
         update: dict[str, Any]
         match decision:
             case Approve():
@@ -224,6 +233,31 @@ class DecideFlows:
                 assert_never(decision)
         return (yield from self._run(wf, graph, thread_id, Command(update=update) if update else None, outcome_if_done=outcome))
 
+    def _release(self: Runner, wf: Workflow, graph: Graph, thread_id: str, review: ReviewRow, error: Exception) -> Flow[None]:
+        """A plain `interrupt()` raised on the value its decision resumed it with, and still waits
+        in the checkpoint: release the decision and ask again, rather than leave the thread holding
+        a decision the graph refuses each time `recover` applies it.
+
+        LangGraph keeps a resume value once given to a pending interrupt, so the checkpoint is
+        forked (`update_state(..., as_node="__copy__")`: the same values, none of the failed
+        attempt's writes) and run: the node reaches its `interrupt()` again, a new review."""
+        pause = yield from self._read(wf, graph, thread_id)
+        if review.review_id not in {r.review_id for r in pause.reviews}:
+            return  # the graph moved past the interrupt: a step after it failed; `recover` retries it
+        what = f"{type(error).__name__}: {error}"
+        yield UpdateState(graph, run_config(thread_id), None, "__copy__")
+        yield from call(self.ledger.release, thread_id, review.review_id, what)
+        again = yield from self._run(wf, graph, thread_id, None, outcome_if_done="completed")
+        asks = (f"it asks again as review {again.reviews[0].review_id!r}" if again.reviews else
+                f"the thread is {again.status} (`hitl show {thread_id}`)")
+        shape = ("its `Workflow(resume_value=...)`" if wf.resume_value is not None else
+                 "the decision as JSON (`{'kind': 'approve', ...}`); say what its interrupt() expects with "
+                 "`Workflow(resume_value=lambda d: ...)`")
+        raise ResumeRefusedError(
+            f"node {review.request.node!r} of thread {thread_id!r} raised {what} on the value it was resumed with, "
+            f"{shape}; the node did not finish and the decision was released: {asks}"
+        ) from error
+
     def _cancel(self: Runner, thread_id: str, actor: str | None, reason: str | None) -> Flow[ThreadView]:
         row = yield from self._thread(thread_id)
         graph = self.graph(row.workflow)
@@ -239,3 +273,21 @@ class DecideFlows:
             cancel = Event("cancel_requested", actor=actor, data={"reason": reason, "at": where})
             yield from call(self.ledger.add_events, thread_id, [cancel])
             return (yield from self._settle(self.workflow(row.workflow), graph, thread_id, outcome_if_done="cancelled"))
+
+
+def resume_value(wf: Workflow, request: ReviewRequest, decision: Decision) -> Any:
+    """What `interrupt()` returns for this decision: the workflow's `resume_value` for a plain
+    interrupt of its graph, else the decision as JSON (what `request_review` reads back).
+
+    Raises:
+        InvalidDecisionError: the workflow's `resume_value` raised on the decision.
+    """
+    if wf.resume_value is None or not is_plain_interrupt(request):
+        return decision_to_json(decision)
+    try:
+        return to_json(wf.resume_value(decision))
+    except Exception as exc:
+        raise InvalidDecisionError(
+            f"workflow {wf.name!r}: its resume_value raised {type(exc).__name__}: {exc} on this {decision.kind!r} "
+            "decision; nothing was recorded"
+        ) from exc

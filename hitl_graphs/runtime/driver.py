@@ -72,6 +72,11 @@ class Sleep:
 Effect = Invoke | GetState | UpdateState | Call | Sleep
 
 
+class StreamClosed(Exception):
+    """Thrown into a flow at its `Invoke` when the caller stopped reading a stream of the run
+    (`hitl_graphs.runtime.streaming`): the run stopped mid-way, and the flow settles it as such."""
+
+
 Flow = Generator[Effect, Any, T]
 
 

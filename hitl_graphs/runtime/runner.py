@@ -39,6 +39,7 @@ from hitl_graphs.identity import Tokens
 from hitl_graphs.audit import Event
 from hitl_graphs.registry import Workflow, get_workflow
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
+from hitl_graphs.runtime.adopting import AdoptFlows
 from hitl_graphs.runtime.deadlines import DeadlineFlows
 from hitl_graphs.runtime.deciding import DecideFlows
 from hitl_graphs.runtime.driver import (
@@ -49,6 +50,8 @@ from hitl_graphs.runtime.driver import (
 )
 from hitl_graphs.runtime.recovering import RecoverFlows
 from hitl_graphs.runtime.running import RunFlows
+from hitl_graphs.runtime.savers import not_a_store
+from hitl_graphs.runtime.streaming import StreamMethods
 from hitl_graphs.runtime.support import (
     Graph,
 )
@@ -58,7 +61,7 @@ from hitl_graphs.workers import Pools
 from hitl_graphs.workers import install as install_workers
 
 
-class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows):
+class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows, StreamMethods, AdoptFlows):
     """Run registered workflows on one database and answer their reviews.
 
     Args:
@@ -100,6 +103,8 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows):
         reuse_threads: bool = True,
         max_attempts: int = 3,
     ) -> None:
+        if not all(hasattr(store, part) for part in ("saver", "ledger", "effects", "marks")):
+            raise ConfigError(not_a_store(store))
         self.store = store
         self.ledger = store.ledger
         self.effects = store.effects
@@ -130,7 +135,7 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows):
         """Open (or create) the database at `path` and return a runner that closes it on exit.
 
         `path` defaults to `$HITL_DB`, else `checkpoints/hitl.sqlite`; `audit_key` to
-        `$HITL_AUDIT_KEY` (see `SqliteStore`).
+        `$HITL_AUDIT_KEY` (see `hitl_graphs.audit`).
         """
         return cls(open_store(path, audit_key=audit_key), workflows, lease=lease, durability=durability,
                    on_review=on_review, owns_store=True, reuse_threads=reuse_threads, max_attempts=max_attempts)

@@ -41,6 +41,14 @@ if TYPE_CHECKING:
 
 
 
+def outside_the_runner(thread_id: str) -> str:
+    """What to do about a thread that has checkpoints and no ledger row."""
+    return (f"thread {thread_id!r} has checkpoints but the ledger does not know it: it was run outside the runner "
+            f"(plain `graph.invoke` / `graph.stream`); bring it in with `runner.adopt({thread_id!r}, WORKFLOW)` "
+            f"(`hitl adopt --workflow WORKFLOW {thread_id}`), and stream later runs with `runner.stream(...)` / "
+            "`runner.stream_resume(...)`, which keep the ledger")
+
+
 class RunFlows:
     """Starting a thread, running its graph and making the ledger agree with where it stopped. (A part of `Runner`.)"""
 
@@ -56,7 +64,11 @@ class RunFlows:
         if thread_id is not None:  # an id given may already be used outside the runner
             existing: str | None = yield from call(self.store.latest_checkpoint_id, thread_id)
             if existing is not None:
-                raise ThreadExistsError(f"thread {thread_id!r} already has checkpoints; resume it or start with another id")
+                known: ThreadRow | None = yield from call(self.ledger.thread, thread_id)
+                if known is not None:
+                    raise ThreadExistsError(f"thread {thread_id!r} already exists (status {known.status}); "
+                                            "resume it or start with another id")
+                raise ThreadExistsError(f"{outside_the_runner(thread_id)}; or start with another id")
         thread_id = thread_id or uuid.uuid4().hex
         with self.store.marks.hold() as owner:
             yield from call(self.ledger.create_thread, thread_id, name, owner=owner, lease_until=time.time() + self.lease,
@@ -88,6 +100,9 @@ class RunFlows:
     def _thread(self: Runner, thread_id: str) -> Flow[ThreadRow]:
         row: ThreadRow | None = yield from call(self.ledger.thread, thread_id)
         if row is None:
+            outside: str | None = yield from call(self.store.saver.latest_checkpoint_id, thread_id)
+            if outside is not None:
+                raise UnknownThreadError(outside_the_runner(thread_id))
             raise UnknownThreadError(
                 f"thread {thread_id!r} does not exist; nothing was started (`hitl pending` lists paused threads)"
             )

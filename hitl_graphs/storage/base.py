@@ -159,6 +159,15 @@ class LedgerStore(Protocol):
 
     def fail_thread(self, thread_id: str, error: str, events: Sequence[Event] = ()) -> None: ...
 
+    def release(self, thread_id: str, review_id: str, reason: str) -> None:
+        """Take back a decision the graph refused: the review `superseded`, the thread `failed`
+        until the graph asks again."""
+        ...
+
+    def threads_outside(self) -> list[str]:
+        """Thread ids with checkpoints that the ledger does not know (run by plain LangGraph)."""
+        ...
+
     def recover_attempts(self, thread_id: str) -> int:
         """How often `recover` ran the thread again since its last start, decision or retry request."""
         ...

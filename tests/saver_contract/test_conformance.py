@@ -15,7 +15,8 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 
-from hitl_graphs.store import DEFER_KEY, HitlSqliteSaver, SqliteStore
+from hitl_graphs.storage import HitlSqliteSaver, SqliteStore
+from hitl_graphs.storage.base import DEFER_KEY
 from tests.saver_contract.conformance import checkpointer_test, validate
 from tests.saver_contract.conformance.capabilities import DetectedCapabilities
 from tests.saver_contract.conformance.initializer import RegisteredCheckpointer

@@ -21,7 +21,7 @@ from langgraph.checkpoint.base import (
     empty_checkpoint,
 )
 
-from hitl_graphs.store import HitlSqliteSaver, SqliteStore
+from hitl_graphs.storage import HitlSqliteSaver, SqliteStore
 
 
 @contextmanager

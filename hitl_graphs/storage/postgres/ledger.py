@@ -270,6 +270,21 @@ class PostgresLedger:
                       "updated_at = %s WHERE thread_id = %s", (error, now, thread_id))
             self._append(c, thread_id, [*events, Event("failed", data={"error": error})], now)
 
+    def release(self, thread_id: str, review_id: str, reason: str) -> None:
+        now = time.time()
+        error = f"the graph raised {reason} on the decision's resume value; `hitl recover` asks again"
+        with self._tx() as c:
+            c.execute("UPDATE hitl_reviews SET status = 'superseded' WHERE thread_id = %s AND review_id = %s "
+                      "AND status = 'decided'", (thread_id, review_id))
+            c.execute("UPDATE hitl_threads SET status = 'failed', outcome = NULL, error = %s, owner = NULL, "
+                      "lease_until = NULL, updated_at = %s WHERE thread_id = %s", (error, now, thread_id))
+            self._append(c, thread_id, [Event("released", review_id, data={"error": reason})], now)
+
+    def threads_outside(self) -> list[str]:
+        return [r["thread_id"] for r in self._read(
+            "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = '' AND thread_id NOT IN "
+            "(SELECT thread_id FROM hitl_threads) ORDER BY thread_id")]
+
     def recover_attempts(self, thread_id: str) -> int:
         rows = self._read(
             "SELECT count(*) AS n FROM hitl_events WHERE thread_id = %s AND event = 'recovering' AND seq > coalesce(("

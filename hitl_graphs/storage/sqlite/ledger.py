@@ -333,6 +333,26 @@ class SqliteLedger:
         """Threads whose status is `status`."""
         return [ThreadRow(*r) for r in self._read("SELECT * FROM hitl_threads WHERE status = ?", (status,))]
 
+    def release(self, thread_id: str, review_id: str, reason: str) -> None:
+        """Take back a decision the graph refused (`ResumeRefusedError`): the review becomes
+        `superseded` and the thread `failed` until the graph asks again (what the caller does
+        next; if it dies first, `recover` does it)."""
+        now = time.time()
+        error = f"the graph raised {reason} on the decision's resume value; `hitl recover` asks again"
+        with self._tx(flush=True) as c:
+            c.execute("UPDATE hitl_reviews SET status = 'superseded' WHERE thread_id = ? AND review_id = ? "
+                      "AND status = 'decided'", (thread_id, review_id))
+            c.execute("UPDATE hitl_threads SET status = 'failed', outcome = NULL, error = ?, owner = NULL, "
+                      "lease_until = NULL, updated_at = ? WHERE thread_id = ?", (error, now, thread_id))
+            append(c, thread_id, [Event("released", review_id, data={"error": reason})], now)
+
+    def threads_outside(self) -> list[str]:
+        """Thread ids with checkpoints in this file (LangGraph's `checkpoints` table) that the
+        ledger does not know: run by plain LangGraph, before or around the runner (`adopt`)."""
+        return [r[0] for r in self._read(
+            "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = '' AND thread_id NOT IN "
+            "(SELECT thread_id FROM hitl_threads) ORDER BY thread_id")]
+
     def fail_thread(self, thread_id: str, error: str, events: Sequence[Event] = ()) -> None:
         """Mark a thread failed with `error` (nobody runs it any more), recording `events`."""
         now = time.time()
