@@ -49,6 +49,7 @@ from hitl_graphs.errors import (
 )
 from hitl_graphs.audit import AuditHead, AuditReport
 from hitl_graphs.effects import effect_key, record_event, run_once
+from hitl_graphs.endings import Ending, EndStatus, outcome
 from hitl_graphs.feedback import Feedback
 from hitl_graphs.gate import request_review, review_node
 from hitl_graphs.patches import validate_patch
@@ -127,6 +128,8 @@ __all__ = [
     "DecisionDict",
     "DecisionError",
     "DecisionKind",
+    "EndStatus",
+    "Ending",
     "ErrorTrigger",
     "Escalate",
     "EscalationHandler",
@@ -186,6 +189,7 @@ __all__ = [
     "effect_key",
     "get_workflow",
     "load_app",
+    "outcome",
     "parse_decision",
     "plan_memory",
     "plan_outcome",

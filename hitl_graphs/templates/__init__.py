@@ -2,8 +2,14 @@
 
 Compile one with your checkpointer, register it as a `Workflow` for the runner and the CLI, or
 add it as a node (or, for agents, a tool: `agent_tool`) of a larger graph.
+
+One contract for all of them: each writes how its run ended to the state's `ending` (an
+`Ending`: `status`, `at`, `by`, `reason`), and `outcome(view_or_state)` reads it the same way
+for every template, whichever `Workflow` ran it. Each module declares `DURABILITY` beside its
+factory, how a runner should checkpoint it: `Workflow(name, graph, durability=plan_review.DURABILITY)`.
 """
 
+from hitl_graphs.endings import Ending, EndStatus, outcome
 from hitl_graphs.templates.conversation import ConversationState, create_conversation_graph
 from hitl_graphs.templates.escalation import (
     AgentLevel,
@@ -45,6 +51,8 @@ __all__ = [
     "AnyTrigger",
     "ConversationState",
     "CustomTrigger",
+    "EndStatus",
+    "Ending",
     "ErrorTrigger",
     "EscalationHandler",
     "EscalationLevel",
@@ -70,6 +78,7 @@ __all__ = [
     "create_plan_review_graph",
     "create_tool_approval_graph",
     "default_levels",
+    "outcome",
     "plan_memory",
     "plan_outcome",
     "review_when_marked",
