@@ -168,6 +168,19 @@ def test_a_reject_by_the_deadline_reads_expired(db: str) -> None:
     assert (swept.outcome, outcome(swept)) == ("rejected", _end("expired", "draft", "hitl:deadline", "no decision before the deadline"))
 
 
+@pytest.mark.parametrize("name, graph, ending", [
+    ("turn-limit", lambda: create_tool_approval_graph(
+        ScriptedChatModel(script=[tool_call("send", {"to": "ana"}, id="call-1")]), [send], max_turns=1),
+     _end("stopped", "turn 1", reason="turn limit: the model still asked for tools after 1 turns")),
+    ("unresolved", lambda: create_escalation_graph([AgentLevel("bot", lambda case: {"output": "?", "confidence": 0.1})]),
+     _end("stopped", "bot", reason="low confidence: 0.1 < 0.7")),
+], ids=["tool-approval-turn-limit", "escalation-unresolved"])
+def test_a_template_that_stops_itself_reads_stopped_with_its_reason(db: str, name: str, graph: Any, ending: Ending) -> None:
+    with Runner.open(db, workflows=[Workflow(name, graph)]) as runner:
+        done = runner.start(name, {"task": "t", "messages": [("user", "t")]})
+    assert (done.status, done.outcome, outcome(done)) == ("done", "completed", ending)
+
+
 class OwnState(TypedDict, total=False):
     ending: str
     """A key of the user's own that happens to be called `ending`."""
