@@ -1,12 +1,14 @@
-"""The graphs the benchmark runs: the plan-review template, and a plain LangGraph graph of its shape.
+"""The graphs the benchmark runs: the plan-review template itself, and a plain LangGraph graph of its shape.
 
 One cycle is: start a thread (plan -> review pauses) and resume it with an approval (review ->
 execute, once per plan step -> end). With the default one-step plan that is a three-node graph:
 plan -> review_plan -> execute.
 
-`plain_plan_review_graph` is what a LangGraph user writes by hand for the same job: the same state
-and the same state updates, `interrupt()` instead of `request_review`, and nothing else (no
-validation, no ledger, no history).
+Ours is `create_plan_review_graph` as shipped, with the durability the template declares beside
+its factory (`plan_review.DURABILITY`): no copy of its wiring, so a change to the template shows
+in the figures. `plain_plan_review_graph` is what a LangGraph user writes by hand for the same
+job: the same state and the same state updates (the ending record included), `interrupt()`
+instead of `request_review`, and nothing else (no validation, no ledger, no history).
 """
 
 from __future__ import annotations
@@ -15,9 +17,15 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command, interrupt
+from langgraph.types import Command, Durability, interrupt
+
+from hitl_graphs import Workflow
+from hitl_graphs.templates import plan_review
 
 WORKFLOW = "bench-plan"
+
+TEMPLATE_DURABILITY: Durability = plan_review.DURABILITY
+"""What the plan-review template declares: the durability "ours" runs with unless a setup says otherwise."""
 
 
 def planner_for(steps: int) -> Callable[[Any], list[str]]:
@@ -33,33 +41,13 @@ def executor(step: str, context: Any) -> str:
 
 def ours_graph_source() -> str:
     """Which graph `ours_workflow` runs (recorded in results.json)."""
-    try:
-        from hitl_graphs.templates.plan_review import create_plan_review_graph  # noqa: F401
-    except ImportError:
-        return "benchmarks.graphs (fallback of the template's shape; the template was not importable)"
-    return "hitl_graphs.templates.plan_review.create_plan_review_graph"
+    return f"{plan_review.__name__}.{plan_review.create_plan_review_graph.__name__}"
 
 
-def ours_workflow(steps: int = 1, durability: str | None = "exit") -> Any:
-    """The plan-review template as a runner workflow (a graph of the same shape if it is missing),
-    with the durability the built-in `plan-review` workflow declares."""
-    from hitl_graphs import Workflow
-
-    try:
-        from hitl_graphs.templates.plan_review import create_plan_review_graph
-    except ImportError:
-        from hitl_graphs import request_review
-
-        def gate(payload: dict[str, Any]) -> dict[str, Any]:
-            decision = request_review("plan", payload, title="Run this plan?", editable=("plan",),
-                                      allowed=("approve", "modify", "reject"))
-            return {"kind": decision.kind, "actor": decision.actor,
-                    "plan": getattr(decision, "patch", {}).get("plan") if decision.kind == "modify" else None}
-
-        return Workflow(WORKFLOW, lambda: _plan_review_graph(planner_for(steps), gate))
-
-    return Workflow(WORKFLOW, lambda: create_plan_review_graph(planner_for(steps), executor),
-                    durability=durability)  # type: ignore[arg-type]
+def ours_workflow(steps: int = 1, durability: Durability | None = None) -> Workflow:
+    """The plan-review template as a runner workflow, with the durability it declares (or `durability`)."""
+    return Workflow(WORKFLOW, lambda: plan_review.create_plan_review_graph(planner_for(steps), executor),
+                    durability=durability or TEMPLATE_DURABILITY)
 
 
 def plain_plan_review_graph(steps: int = 1) -> StateGraph[Any]:
@@ -74,6 +62,7 @@ class PlanState(TypedDict, total=False):
     results: list[dict[str, Any]]
     plan_versions: list[dict[str, Any]]
     stopped: dict[str, Any] | None
+    ending: dict[str, Any] | None
 
 
 def _plan_review_graph(planner: Callable[[Any], Sequence[str]], gate: Callable[[Any], Any]) -> StateGraph[Any]:
@@ -94,9 +83,11 @@ def _plan_review_graph(planner: Callable[[Any], Sequence[str]], gate: Callable[[
         kind = answer.get("kind") if isinstance(answer, dict) else None
         if kind == "reject":
             versions[-1] = {**proposal, "status": "rejected", "decided_by": answer.get("actor")}
+            at = f"plan v{proposal['version']}"
             return Command(goto=END, update={"plan_versions": versions,
-                                             "stopped": {"at": f"plan v{proposal['version']}", "by": answer.get("actor"),
-                                                         "reason": answer.get("reason")}})
+                                             "stopped": {"at": at, "by": answer.get("actor"), "reason": answer.get("reason")},
+                                             "ending": {"status": "rejected", "at": at, "by": answer.get("actor"),
+                                                        "reason": answer.get("reason")}})
         steps = list(answer.get("plan") or proposal["steps"]) if isinstance(answer, dict) else proposal["steps"]
         versions[-1] = {**proposal, "status": "approved", "decided_by": answer.get("actor") if isinstance(answer, dict) else None}
         return Command(goto="execute" if steps else END, update={"plan": steps, "next_step": 0, "plan_versions": versions})
@@ -107,7 +98,11 @@ def _plan_review_graph(planner: Callable[[Any], Sequence[str]], gate: Callable[[
         done = list(state.get("results") or [])
         entry = {"index": len(done) + 1, "step": steps[position], "result": executor(steps[position], None),
                  "plan_version": state["plan_versions"][-1]["version"]}
-        return {"results": [*done, entry], "next_step": position + 1}
+        update: PlanState = {"results": [*done, entry], "next_step": position + 1}
+        if position + 1 >= len(steps):
+            last = state["plan_versions"][-1]
+            update["ending"] = {"status": "completed", "at": f"plan v{last['version']}", "by": last["decided_by"], "reason": None}
+        return update
 
     def after_step(state: PlanState) -> str:
         return END if state["next_step"] >= len(state["plan"]) else "execute"

@@ -14,7 +14,7 @@ from typing import Any
 
 from langgraph.types import Command
 
-from benchmarks.graphs import WORKFLOW, ours_workflow, plain_plan_review_graph
+from benchmarks.graphs import TEMPLATE_DURABILITY, WORKFLOW, ours_workflow, plain_plan_review_graph
 
 INPUT = {"task": "summarise the three biggest breakthroughs of the year"}
 
@@ -25,8 +25,8 @@ class Ours:
 
     name: str
     synchronous: str = "FULL"
-    durability: str = "exit"
-    """The workflow's durability; "exit" is what the built-in plan-review workflow declares."""
+    durability: str = TEMPLATE_DURABILITY
+    """The workflow's durability; by default what the plan-review template declares (`plan_review.DURABILITY`)."""
     reuse_threads: bool = True
     about: str = ""
 
@@ -34,7 +34,8 @@ class Ours:
         from hitl_graphs import Runner, SqliteStore
 
         store = SqliteStore(db, synchronous=self.synchronous)  # type: ignore[arg-type]
-        return Runner(store, [ours_workflow(steps, self.durability)], owns_store=True, reuse_threads=self.reuse_threads)
+        return Runner(store, [ours_workflow(steps, self.durability)],  # type: ignore[arg-type]
+                      owns_store=True, reuse_threads=self.reuse_threads)
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ PLAIN_SQLITE_SYNC = Plain("plain_sqlite_sync", durability="sync",
 PLAIN_SQLITE_EXIT = Plain("plain_sqlite_exit", durability="exit",
                           about="plain LangGraph, SqliteSaver (FULL), durability='exit'")
 
-OURS = Ours("ours", about="Runner, plan-review as shipped: one checkpoint per pause (durability='exit') committed "
+OURS = Ours("ours", about=f"Runner, plan-review as shipped: durability={TEMPLATE_DURABILITY!r} as the template declares, committed "
                            "with the ledger; synchronous=FULL (survives power loss)")
 OURS_NORMAL = Ours("ours_normal", synchronous="NORMAL",
                    about="as ours, synchronous=NORMAL (survives SIGKILL, not power loss)")

@@ -66,6 +66,7 @@ from hitl_graphs.errors import (
 )
 from hitl_graphs.audit import AuditHead, AuditReport
 from hitl_graphs.effects import effect_key, record_event, run_once
+from hitl_graphs.endings import Ending, EndStatus, outcome
 from hitl_graphs.feedback import Feedback
 from hitl_graphs.gate import request_review, review_node
 from hitl_graphs.patches import validate_patch
@@ -194,6 +195,8 @@ __all__ = [
     "DecisionDict",
     "DecisionError",
     "DecisionKind",
+    "EndStatus",
+    "Ending",
     "Escalate",
     "Feedback",
     "HistoryEntry",
@@ -232,6 +235,7 @@ __all__ = [
     "effect_key",
     "get_workflow",
     "load_app",
+    "outcome",
     "parse_decision",
     "record_event",
     "register",

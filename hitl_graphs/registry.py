@@ -63,16 +63,17 @@ class Workflow:
         reason_field: State field that receives `Reject.reason` at a static breakpoint.
         example_input: Input `hitl run` uses when none is given.
         outcome: Reads how a finished thread ended from its final state (`completed`,
-            `rejected` or `cancelled`; `None` keeps the default). By default a thread that ends
-            right after a reject is `rejected`, else `completed`; an agent that carries on after a
-            rejected tool call, or a plan review whose reject means "cancel", says otherwise here.
+            `rejected` or `cancelled`; `None` keeps the default). By default a graph whose state
+            declares `ending: Ending` (every template does) ends as that record says
+            (`hitl_graphs.endings`), and any other graph that ends right after a reject is
+            `rejected`, else `completed`; a reading of your own goes here.
         durability: How often its runs checkpoint (LangGraph's setting). `"exit"`: once, where a
             run stops, committed together with the ledger's record of the pause: the fast choice,
             and safe when every side effect after a review goes through `run_once` (a crash makes
             `recover` run the stretch since the last pause again). `"sync"` / `"async"`: after
             every step too. `None`: the runner's setting (LangGraph's default, `"async"`, unless
-            the runner was given one). The built-in templates that run their effects through
-            `run_once` declare `"exit"`.
+            the runner was given one). Each template declares its own beside its factory
+            (`plan_review.DURABILITY`, ...), which the built-in workflows pass.
         serde_types: Classes the graph's state may hold that its state schema does not name
             (checkpoints load only the types they are allowed to; see `hitl_graphs.serde`).
         patch_model: A pydantic model of what the nodes need of the state after a person's

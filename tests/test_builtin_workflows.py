@@ -33,10 +33,12 @@ def test_plan_review_history_shows_versions_deciders_and_executed_steps(builtin:
     assert [(v["version"], v["author"]) for v in done.state["plan_versions"]] == [(1, "planner"), (2, "ana"), (3, "planner")]
 
 
-def test_plan_review_reject_ends_cancelled_with_the_reason(builtin: Runner) -> None:
+def test_plan_review_reject_ends_rejected_with_the_reason(builtin: Runner) -> None:
+    """The README's table: a plan rejected ends `rejected` (as through a plain `Workflow`);
+    `cancelled` is what `hitl cancel` says."""
     view = builtin.start("plan-review", {"task": "ship it"})
     done = builtin.resume(view.thread_id, Reject(actor="ana", reason="not this week"))
-    assert (done.outcome, done.state.get("results", [])) == ("cancelled", [])
+    assert (done.outcome, done.state.get("results", [])) == ("rejected", [])
     assert done.state["stopped"]["reason"] == "not this week"
 
 

@@ -37,9 +37,15 @@ def _public_namespace(module: ModuleType) -> list[str]:
 
 
 def _defined_at_top_level(module: ModuleType) -> list[str]:
-    """Public names a module's own source defines: classes, functions, constants, type aliases."""
+    """Public names a module's own source defines (classes, functions, constants, type aliases),
+    and those it takes from its private parts (`from hitl_graphs.templates._tools import agent_tool`:
+    a template split along its seams still shows one face; `_steps`, the helpers all templates
+    share, is not a part of any one)."""
     names: list[str] = []
     for node in ast.parse(inspect.getsource(module)).body:
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.rsplit(".", 1)[-1].startswith("_") \
+                and node.module.startswith("hitl_graphs.templates.") and node.module != "hitl_graphs.templates._steps":
+            names += [a.asname or a.name for a in node.names]
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.append(node.name)
         elif isinstance(node, ast.Assign):

@@ -40,7 +40,7 @@ def test_demo_at_a_terminal_with_typed_decisions(db: str) -> None:
     child.sendline("reject")
     child.expect("reason")
     child.sendline("enough")
-    child.expect(r"done \(cancelled\) ran: look, think")
+    child.expect(r"done \(rejected\) ran: look, think")
     decided = 0
     while True:
         index = child.expect([ANY_PROMPT, "Next: `hitl pending`", pexpect.EOF])

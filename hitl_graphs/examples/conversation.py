@@ -18,6 +18,7 @@ from langgraph.graph import StateGraph
 from hitl_graphs.registry import Workflow
 from hitl_graphs.scripted import ScriptedChatModel
 from hitl_graphs.templates._steps import short
+from hitl_graphs.templates import conversation
 from hitl_graphs.templates.conversation import ConversationState, create_conversation_graph
 
 
@@ -40,6 +41,5 @@ def conversation_workflow() -> Workflow:
         conversation_graph,
         description="the agent answers, you reply (hitl respond --text ...), take over (modify) or end (approve)",
         example_input={"task": "Please review this function:\n\ndef add(a, b):\n    return a+b"},
-        outcome=lambda state: "rejected" if (state.get("ended") or {}).get("how") == "reject" else "completed",
-        durability="exit",  # no side effects: one checkpoint per pause is safe
+        durability=conversation.DURABILITY,
     )

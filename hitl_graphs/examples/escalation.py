@@ -17,6 +17,7 @@ from langgraph.graph import StateGraph
 
 from hitl_graphs.registry import Workflow
 from hitl_graphs.scripted import ScriptedChatModel
+from hitl_graphs.templates import escalation
 from hitl_graphs.templates.escalation import EscalationState, ModelHandler, create_escalation_graph, default_levels
 
 
@@ -39,5 +40,5 @@ def escalation_workflow() -> Workflow:
         refund_graph,
         description="a case escalates agent -> senior agent -> human (reviewer) -> manager",
         example_input={"task": "Customer asks a refund of $2,400 for order #1234, delivered damaged."},
-        outcome=lambda state: "rejected" if (state.get("resolution") or {}).get("status") == "rejected" else "completed",
+        durability=escalation.DURABILITY,
     )

@@ -20,6 +20,7 @@ from langgraph.graph import StateGraph
 
 from hitl_graphs.registry import Workflow
 from hitl_graphs.scripted import ScriptedChatModel
+from hitl_graphs.templates import multi_step
 from hitl_graphs.templates.multi_step import MultiStepState, Phase, create_multi_step_graph
 
 
@@ -52,5 +53,5 @@ def multi_step_workflow() -> Workflow:
         description="three phases, each reviewed after it runs: approve, edit (--patch '{\"output\": ...}'), "
                     "reject --reason (redo) or cancel (stop)",
         example_input={"task": "a function that adds two numbers"},
-        outcome=lambda state: "rejected" if state.get("stopped") else "completed",
+        durability=multi_step.DURABILITY,
     )

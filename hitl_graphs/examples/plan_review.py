@@ -19,8 +19,8 @@ from langgraph.graph import StateGraph
 
 from hitl_graphs.registry import Workflow
 from hitl_graphs.scripted import ScriptedChatModel
+from hitl_graphs.templates import plan_review
 from hitl_graphs.templates._steps import numbered, parse_steps
-from hitl_graphs.templates.plan_review import plan_outcome
 from hitl_graphs.templates.plan_review import PlanContext, PlanState, create_plan_review_graph
 
 
@@ -52,6 +52,5 @@ def plan_review_workflow() -> Workflow:
         description="a planner proposes numbered steps; approve, edit (--patch '{\"plan\": [...]}') or reject "
                     "before any runs; re-planned every 2 steps",
         example_input={"task": "summarise the three biggest AI breakthroughs of the year"},
-        outcome=plan_outcome,
-        durability="exit",  # effects run through run_once: one checkpoint per pause is safe
+        durability=plan_review.DURABILITY,
     )

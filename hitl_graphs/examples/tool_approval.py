@@ -28,6 +28,7 @@ from langgraph.graph import StateGraph
 from hitl_graphs.policies import AlwaysAskPolicy, AskOncePolicy, NeverAskPolicy
 from hitl_graphs.registry import Workflow
 from hitl_graphs.scripted import ScriptedChatModel, tool_call
+from hitl_graphs.templates import tool_approval
 from hitl_graphs.templates.tool_approval import ToolApprovalState, create_tool_approval_graph
 
 
@@ -86,6 +87,5 @@ def tool_approval_workflow() -> Workflow:
             "What's the balance of account 56789? What is 5.5 + 3.2? "
             "What is the phone number of Alice? And once more: Alice's phone number?"
         )}]},
-        outcome=lambda state: "completed",
-        durability="exit",  # effects run through run_once: one checkpoint per pause is safe
+        durability=tool_approval.DURABILITY,
     )

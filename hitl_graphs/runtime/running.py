@@ -29,6 +29,7 @@ from hitl_graphs.runtime.driver import (
 )
 from hitl_graphs.runtime.support import (
     Graph,
+    ending_outcome,
     log,
     node_names,
     run_config,
@@ -144,8 +145,10 @@ class RunFlows:
     ) -> Flow[ThreadView]:
         if pause is None:
             pause = yield from self._read(wf, graph, thread_id)
-        if pause.done and wf.outcome is not None and outcome_if_done != "cancelled" and isinstance(pause.values, dict):
-            outcome_if_done = wf.outcome(pause.values) or outcome_if_done
+        if pause.done and outcome_if_done != "cancelled" and isinstance(pause.values, dict):
+            # the workflow's own reading first, then the template's ending record, then the decision's kind
+            read = wf.outcome(pause.values) if wf.outcome is not None else ending_outcome(graph, pause.values)
+            outcome_if_done = read or outcome_if_done
         synced = yield from self._sync(thread_id, pause, outcome_if_done, error, new)
         return thread_view(synced.thread, pause.values, synced.pending, synced.decided)
 

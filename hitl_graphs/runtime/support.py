@@ -12,6 +12,7 @@ from langchain_core.runnables import RunnableConfig
 
 from hitl_graphs.effects import CONFIG_KEY as EFFECTS_KEY
 from hitl_graphs.effects import EffectLog
+from hitl_graphs.endings import declares_ending, outcome, thread_outcome
 from hitl_graphs.gate import to_json
 from hitl_graphs.storage.base import ReviewRow, ThreadRow
 from hitl_graphs.patches import state_fields
@@ -38,6 +39,15 @@ def thread_view(row: ThreadRow, values: Any, pending: Sequence[ReviewRequest], d
 
 def outcome_of(review: ReviewRow) -> Outcome:
     return "rejected" if review.decision and review.decision.get("kind") == "reject" else "completed"
+
+
+def ending_outcome(graph: Graph, values: dict[str, Any]) -> Outcome | None:
+    """The outcome a finished run's ending record stands for, if its graph declares one (every
+    template does), so a template ends the same through any `Workflow`."""
+    if not declares_ending(getattr(getattr(graph, "builder", None), "state_schema", None)):
+        return None
+    ending = outcome(values)
+    return thread_outcome(ending) if ending is not None else None
 
 
 def run_config(thread_id: str, effects: EffectLog | None = None, *, defer: bool = False) -> RunnableConfig:

@@ -7,11 +7,17 @@ This package's face is the five factories; each template's own knobs come from i
 `hitl_graphs.templates.escalation` (levels, triggers), `.multi_step` (`Phase`, gate policies),
 `.plan_review` (`plan_memory`, `plan_outcome`), `.tool_approval` (`agent_tool`,
 `tool_args_schema`), `.conversation`. The knobs still import from here, as before.
+
+One contract for all of them: each writes how its run ended to the state's `ending` (an
+`Ending`: `status`, `at`, `by`, `reason`), and `outcome(view_or_state)` reads it the same way
+for every template, whichever `Workflow` ran it. Each module declares `DURABILITY` beside its
+factory, how a runner should checkpoint it: `Workflow(name, graph, durability=plan_review.DURABILITY)`.
 """
 
 import importlib as _importlib
 import typing as _typing
 
+from hitl_graphs.endings import Ending, EndStatus, outcome
 from hitl_graphs.templates.conversation import create_conversation_graph
 from hitl_graphs.templates.escalation import create_escalation_graph
 from hitl_graphs.templates.multi_step import create_multi_step_graph
@@ -91,9 +97,12 @@ def __getattr__(name: str) -> _typing.Any:
 
 
 __all__ = [
+    "EndStatus",
+    "Ending",
     "create_conversation_graph",
     "create_escalation_graph",
     "create_multi_step_graph",
     "create_plan_review_graph",
     "create_tool_approval_graph",
+    "outcome",
 ]

@@ -1,5 +1,5 @@
-"""What the plan-review, multi-step and conversation templates share: running a step that is
-either a LangChain chat model or a plain callable, and turning plans into numbered lines and back.
+"""What the templates share: running a step that is either a LangChain chat model or a plain
+callable, turning plans into numbered lines and back, and writing how a run ended (`Ending`).
 
 Private: the templates' public faces are their `create_*` factories.
 """
@@ -15,14 +15,43 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
+from hitl_graphs.decisions import Decision, Reject
+from hitl_graphs.endings import Ending, EndStatus
 from hitl_graphs.errors import ConfigError
+from hitl_graphs.gate import decided_by_person
+
 
 class Stopped(TypedDict):
-    """Where and why a person stopped a run (the `stopped` state field of the templates)."""
+    """Where and why a person stopped a run (the `stopped` state field of plan review and
+    multi-step, kept for code that reads it; `Ending` is the record every template writes)."""
 
     at: str
     by: str | None
     reason: str | None
+
+
+def ended(status: EndStatus, *, at: str, by: str | None = None, reason: str | None = None) -> Ending:
+    """The `ending` a template writes as its graph ends.
+
+    Example:
+        >>> ended("stopped", at="turn 10", reason="turn limit")
+        {'status': 'stopped', 'at': 'turn 10', 'by': None, 'reason': 'turn limit'}
+    """
+    return Ending(status=status, at=at, by=by, reason=reason)
+
+
+def ended_by(decision: Decision, *, at: str) -> Ending:
+    """The `ending` of a run that `decision` ends: a person's Reject `rejected`, a deadline's
+    Reject `expired` (nobody decided; the default refused), anything else `completed`.
+
+    Example:
+        >>> ended_by(Reject(reason="no", actor="hitl:deadline"), at="plan v1")["status"]
+        'expired'
+    """
+    if isinstance(decision, Reject):
+        status: EndStatus = "rejected" if decided_by_person(decision) else "expired"
+        return ended(status, at=at, by=decision.actor, reason=decision.reason)
+    return ended("completed", at=at, by=decision.actor)
 
 
 _NUMBERED = re.compile(r"^\s*(?:\d+\s*[.):]|[-*\u2022])\s+(?P<step>\S.*?)\s*$")

@@ -39,22 +39,31 @@ Example:
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Literal, Protocol, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command
+from langgraph.types import Command, Durability
 
 from hitl_graphs.decisions import Approve, Decision, DecisionKind, Modify, Reject, Respond
+from hitl_graphs.endings import Ending
 from hitl_graphs.errors import ConfigError, InvalidDecisionError
 from hitl_graphs.gate import check_default, request_review
-from hitl_graphs.templates._steps import ask, check_step, short
+from hitl_graphs.templates._steps import ask, check_step, ended_by, short
 
-__all__ = ["Agent", "ConversationState", "Ended", "NO_REPLY", "Turn", "create_conversation_graph", "to_messages"]
+__all__ = [
+    "Agent",
+    "ConversationState",
+    "DURABILITY",
+    "Ended",
+    "NO_REPLY",
+    "Turn",
+    "create_conversation_graph",
+    "to_messages",
+]
 
 
 class Turn(TypedDict):
@@ -67,7 +76,8 @@ class Turn(TypedDict):
 
 
 class Ended(TypedDict):
-    """How the person ended the conversation."""
+    """How the person ended the conversation (the `ended` state key, kept for code that reads
+    it; `ending` is the record every template writes)."""
 
     by: str | None
     how: Literal["approve", "reject"]
@@ -83,6 +93,9 @@ class ConversationState(TypedDict, total=False):
     answer: str
     """The agent's latest answer, as the person may edit it."""
     ended: Ended | None
+    ending: Ending | None
+    """How the run ended (`hitl_graphs.endings`), `at` the turn: `completed` (approve),
+    `rejected` / `expired` (a person's or a deadline's reject)."""
 
 
 class Agent(Protocol):
@@ -95,6 +108,13 @@ _DECISIONS: tuple[DecisionKind, ...] = ("respond", "modify", "approve", "reject"
 
 NO_REPLY = "(no reply in time; carry on with what you think best)"
 """What a timed-out turn tells the agent by default."""
+
+DURABILITY: Durability = "exit"
+"""How a runner should checkpoint this graph: `Workflow(..., durability=conversation.DURABILITY)`.
+
+Once per run, where it stops, together with the ledger's record of the pause: the graph has no
+side effects (the agent answers, the person replies), so a crash only asks the agent again for
+the answer it was writing."""
 
 
 def create_conversation_graph(
@@ -172,9 +192,11 @@ def create_conversation_graph(
                 messages[-1] = Turn(role="assistant", content=text, by=decision.actor or "person")
                 return Command(goto="human", update={"messages": messages, "answer": text})
             case Approve():
-                return Command(goto=END, update={"ended": Ended(by=decision.actor, how="approve", reason=decision.comment)})
+                return Command(goto=END, update={"ended": Ended(by=decision.actor, how="approve", reason=decision.comment),
+                                                 "ending": ended_by(decision, at=f"turn {turn}")})
             case Reject(reason=reason):
-                return Command(goto=END, update={"ended": Ended(by=decision.actor, how="reject", reason=reason)})
+                return Command(goto=END, update={"ended": Ended(by=decision.actor, how="reject", reason=reason),
+                                                 "ending": ended_by(decision, at=f"turn {turn}")})
             case _:  # request_review refuses kinds not allowed
                 raise InvalidDecisionError(f"a conversation turn cannot take {decision.kind!r}")
 

@@ -15,59 +15,70 @@ default is the seed's: an error, confidence below 0.7, or a sensitive flag.
 
 Every escalation is recorded in the state's `escalations` (`from`, `to`, `reason`, `at` as an ISO
 timestamp, `actor` for a person's), beside every attempt (`attempts`) and how the case ended
-(`resolution`), so `hitl show` tells the whole path. A person's escalation is also in the ledger
-history as their `escalate` decision.
+(`resolution`, and `ending`, the record every template writes), so `hitl show` tells the whole
+path. A person's escalation is also in the ledger history as their `escalate` decision.
+
+The ladder's parts (attempts, handlers, levels, triggers) are in `_escalation_ladder`; this
+module wires them into a graph and re-exports them.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-import json
 import operator
-import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, Protocol, TypeAlias, TypedDict
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal, TypedDict
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command
+from langgraph.types import Command, Durability
 
 from hitl_graphs.decisions import Approve, Decision, DecisionKind, Escalate, Modify, Reject
-from hitl_graphs.errors import ConfigError, InvalidDecisionError
 from hitl_graphs.effects import record_event
+from hitl_graphs.endings import Ending
+from hitl_graphs.errors import ConfigError, InvalidDecisionError
 from hitl_graphs.gate import check_default, request_review, to_json
+from hitl_graphs.templates._escalation_ladder import (
+    DEFAULT_TRIGGER,
+    AgentLevel,
+    AnyTrigger,
+    Attempt,
+    CustomTrigger,
+    ErrorTrigger,
+    EscalationCase,
+    EscalationHandler,
+    EscalationLevel,
+    EscalationTrigger,
+    HumanLevel,
+    LowConfidenceTrigger,
+    ModelHandler,
+    SensitiveTrigger,
+    default_levels,
+    parse_model_reply,
+)
+from hitl_graphs.templates._steps import ended, ended_by
 
 __all__ = [
-    "AgentLevel", "AnyTrigger", "Attempt", "CustomTrigger", "DEFAULT_TRIGGER", "ErrorTrigger", "EscalationCase",
-    "EscalationHandler", "EscalationLevel", "EscalationState", "EscalationTrigger", "HumanLevel",
-    "LowConfidenceTrigger", "ModelHandler", "SensitiveTrigger", "create_escalation_graph", "default_levels",
-    "parse_model_reply"
+    "AgentLevel",
+    "AnyTrigger",
+    "Attempt",
+    "CustomTrigger",
+    "DEFAULT_TRIGGER",
+    "DURABILITY",
+    "ErrorTrigger",
+    "EscalationCase",
+    "EscalationHandler",
+    "EscalationLevel",
+    "EscalationState",
+    "EscalationTrigger",
+    "HumanLevel",
+    "LowConfidenceTrigger",
+    "ModelHandler",
+    "SensitiveTrigger",
+    "create_escalation_graph",
+    "default_levels",
+    "parse_model_reply",
 ]
-
-# -- what flows through the levels ----------------------------------------------------------
-
-
-class Attempt(TypedDict, total=False):
-    """One automated level's try: its output and the signals triggers read (plus any extra keys)."""
-
-    level: str
-    output: Any
-    confidence: float | None
-    error: str | None
-    sensitive: bool
-
-
-class EscalationCase(TypedDict):
-    """What a handler sees: the task, the attempts below it and why they were escalated."""
-
-    task: Any
-    attempts: list[Attempt]
-    escalations: list[dict[str, Any]]
 
 
 class EscalationState(TypedDict, total=False):
@@ -81,7 +92,11 @@ class EscalationState(TypedDict, total=False):
         output: The accepted output, once resolved.
         resolution: `{"status", "level", "actor", "reason"}`; status is `resolved` (an automated
             level's output stood), `approved`, `modified`, `rejected` (a person), or `unresolved`
-            (the last level is automated and its attempt still triggered).
+            (the last level is automated and its attempt still triggered). Kept for code that
+            reads it; see `ending`.
+        ending: How the run ended (`hitl_graphs.endings`), `at` the level: `completed` (resolved,
+            approved or modified), `rejected` / `expired` (a person's or a deadline's reject), or
+            `stopped` (unresolved, with the trigger's reason).
     """
 
     task: Any
@@ -90,222 +105,15 @@ class EscalationState(TypedDict, total=False):
     escalations: Annotated[list[dict[str, Any]], operator.add]
     output: Any
     resolution: dict[str, Any]
+    ending: Ending | None
 
 
-# -- handlers -------------------------------------------------------------------------------
+DURABILITY: Durability = "async"
+"""How a runner should checkpoint this graph: `Workflow(..., durability=escalation.DURABILITY)`.
 
-
-class EscalationHandler(Protocol):
-    """An automated level's work: from the case to `{"output", "confidence", "sensitive", ...}`.
-
-    Return a mapping; `output` is what a person later approves or edits, the other keys feed the
-    trigger (extra keys are kept for custom triggers). Raising, or returning `error`, is an
-    `error` signal. Must be a pure function of the case to replay the same in any process.
-    """
-
-    def __call__(self, case: EscalationCase) -> Mapping[str, Any]:
-        """Try to resolve the case."""
-        ...
-
-
-_MODEL_PROMPT = (
-    "Resolve the case you are given. Answer with one JSON object: "
-    '{"output": <your answer>, "confidence": <0 to 1>, "sensitive": <true if a person must look>}.'
-)
-
-
-@dataclass(frozen=True)
-class ModelHandler:
-    """An `EscalationHandler` that asks a chat model (any LangChain model, or `ScriptedChatModel`).
-
-    The model is asked for a JSON object `{"output", "confidence", "sensitive"}`; a reply that is
-    not one is taken as the output itself, with no confidence. At a higher level, the model is
-    told what the levels below answered and why that was escalated, so it retries knowingly.
-
-    Example:
-        >>> from hitl_graphs.testing import ScriptedChatModel
-        >>> senior = ModelHandler(ScriptedChatModel(script=['{"output": "refund", "confidence": 0.9}']))
-        >>> senior({"task": "refund?", "attempts": [], "escalations": []})
-        {'output': 'refund', 'confidence': 0.9}
-    """
-
-    model: BaseChatModel
-    system_prompt: str = _MODEL_PROMPT
-
-    def __call__(self, case: EscalationCase) -> Mapping[str, Any]:
-        task = case["task"] if isinstance(case["task"], str) else json.dumps(case["task"])
-        messages = [SystemMessage(self.system_prompt), HumanMessage(task)]
-        for attempt, esc in zip(case["attempts"], case["escalations"], strict=False):
-            messages.append(HumanMessage(
-                f"The {attempt.get('level')} level answered {json.dumps(attempt.get('output'))} and it was escalated: "
-                f"{esc.get('reason')}. Do better."
-            ))
-        return parse_model_reply(self.model.invoke(messages).text)
-
-
-def parse_model_reply(text: str) -> dict[str, Any]:
-    """A model's reply as an attempt: its JSON object (fences allowed), else `{"output": text}`.
-
-    Example:
-        >>> parse_model_reply('```json\\n{"output": 4, "confidence": 0.5}\\n```')
-        {'output': 4, 'confidence': 0.5}
-        >>> parse_model_reply("just text")
-        {'output': 'just text'}
-    """
-    body = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip())
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return {"output": text}
-    return data if isinstance(data, dict) and "output" in data else {"output": data}
-
-
-# -- levels ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AgentLevel:
-    """An automated level: `handler` tries the case; the trigger decides if it goes up.
-
-    Example:
-        >>> AgentLevel("agent", lambda case: {"output": "ok", "confidence": 0.9}).name
-        'agent'
-    """
-
-    name: str
-    handler: EscalationHandler
-
-
-@dataclass(frozen=True)
-class HumanLevel:
-    """A level where a person holding `role` decides: approve, modify, reject, or escalate.
-
-    Example:
-        >>> HumanLevel("manager", role="manager").role
-        'manager'
-    """
-
-    name: str
-    role: str
-
-
-EscalationLevel: TypeAlias = AgentLevel | HumanLevel
-"""One rung of the ladder."""
-
-
-def default_levels(
-    agent: EscalationHandler,
-    senior: EscalationHandler,
-    *,
-    human_role: str = "reviewer",
-    manager_role: str = "manager",
-) -> tuple[EscalationLevel, ...]:
-    """The seed's ladder: `agent` -> `senior_agent` -> `human` -> `manager`.
-
-    Example:
-        >>> [level.name for level in default_levels(lambda c: {}, lambda c: {})]
-        ['agent', 'senior_agent', 'human', 'manager']
-    """
-    return (
-        AgentLevel("agent", agent),
-        AgentLevel("senior_agent", senior),
-        HumanLevel("human", role=human_role),
-        HumanLevel("manager", role=manager_role),
-    )
-
-
-# -- triggers -------------------------------------------------------------------------------
-
-
-class EscalationTrigger(Protocol):
-    """Reads an attempt and returns why it must go up a level, or `None` if it may stand."""
-
-    def __call__(self, attempt: Attempt) -> str | None:
-        """The reason to escalate, or `None`."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class LowConfidenceTrigger:
-    """Escalate when the attempt's confidence is below `threshold` (no confidence: no signal).
-
-    Example:
-        >>> LowConfidenceTrigger(0.7)({"confidence": 0.4})
-        'low confidence: 0.4 < 0.7'
-    """
-
-    threshold: float = 0.7
-
-    def __call__(self, attempt: Attempt) -> str | None:
-        confidence = attempt.get("confidence")
-        if confidence is not None and confidence < self.threshold:
-            return f"low confidence: {confidence} < {self.threshold}"
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class ErrorTrigger:
-    """Escalate when the handler raised or reported an error.
-
-    Example:
-        >>> ErrorTrigger()({"error": "TimeoutError: upstream"})
-        'error: TimeoutError: upstream'
-    """
-
-    def __call__(self, attempt: Attempt) -> str | None:
-        return f"error: {attempt['error']}" if attempt.get("error") else None
-
-
-@dataclass(frozen=True, slots=True)
-class SensitiveTrigger:
-    """Escalate when the attempt is flagged sensitive.
-
-    Example:
-        >>> SensitiveTrigger()({"sensitive": True})
-        'sensitive: flagged for a person'
-    """
-
-    def __call__(self, attempt: Attempt) -> str | None:
-        return "sensitive: flagged for a person" if attempt.get("sensitive") else None
-
-
-@dataclass(frozen=True, slots=True)
-class CustomTrigger:
-    """Escalate when `predicate(attempt)` is true, giving `reason`.
-
-    Example:
-        >>> big = CustomTrigger(lambda a: a.get("amount", 0) > 1000, reason="amount over 1000")
-        >>> big({"amount": 2400})
-        'amount over 1000'
-    """
-
-    predicate: Callable[[Attempt], bool]
-    reason: str
-
-    def __call__(self, attempt: Attempt) -> str | None:
-        return self.reason if self.predicate(attempt) else None
-
-
-@dataclass(frozen=True, slots=True)
-class AnyTrigger:
-    """Escalate on the first of `triggers` that gives a reason.
-
-    Example:
-        >>> AnyTrigger((ErrorTrigger(), LowConfidenceTrigger(0.7)))({"confidence": 0.9}) is None
-        True
-    """
-
-    triggers: tuple[EscalationTrigger, ...]
-
-    def __call__(self, attempt: Attempt) -> str | None:
-        for trigger in self.triggers:
-            if (reason := trigger(attempt)) is not None:
-                return reason
-        return None
-
-
-DEFAULT_TRIGGER = AnyTrigger((ErrorTrigger(), LowConfidenceTrigger(0.7), SensitiveTrigger()))
-"""The seed's `should_escalate`: an error, confidence below 0.7, or a sensitive flag."""
+After every step: an automated level's attempt is a model call (the costly part, and a real
+model may answer differently the second time), so each level's attempt is kept as soon as it is
+made and a crash does not ask that level again."""
 
 
 # -- the graph ------------------------------------------------------------------------------
@@ -380,10 +188,12 @@ def _agent_node(level: AgentLevel, above: str | None, trigger: EscalationTrigger
         reason = trigger(attempt)
         if reason is None:
             return Command(goto=END, update={"level": level.name, "attempts": [attempt], "output": attempt.get("output"),
-                                             "resolution": _resolution("resolved", level.name)})
+                                             "resolution": _resolution("resolved", level.name),
+                                             "ending": ended("completed", at=level.name)})
         if above is None:
             return Command(goto=END, update={"level": level.name, "attempts": [attempt],
-                                             "resolution": _resolution("unresolved", level.name, reason=reason)})
+                                             "resolution": _resolution("unresolved", level.name, reason=reason),
+                                             "ending": ended("stopped", at=level.name, reason=reason)})
         record = _record(level.name, above, reason)
         record_event("escalated", record, name=f"escalated:{level.name}")
         return Command(goto=above, update={"level": above, "attempts": [attempt], "escalations": [record]})
@@ -420,14 +230,17 @@ def _human_node(
             default=default,
         )
         by = {"actor": decision.actor, **({"comment": decision.comment} if decision.comment else {})}
+        ending = ended_by(decision, at=level.name)
         match decision:
             case Approve():
-                return Command(goto=END, update={"output": output, "resolution": _resolution("approved", level.name, **by)})
+                return Command(goto=END, update={"output": output, "resolution": _resolution("approved", level.name, **by),
+                                                 "ending": ending})
             case Modify(patch=patch):
                 return Command(goto=END, update={"output": patch["output"],
-                                                 "resolution": _resolution("modified", level.name, **by)})
+                                                 "resolution": _resolution("modified", level.name, **by), "ending": ending})
             case Reject(reason=reason):
-                return Command(goto=END, update={"resolution": _resolution("rejected", level.name, reason=reason, **by)})
+                return Command(goto=END, update={"resolution": _resolution("rejected", level.name, reason=reason, **by),
+                                                 "ending": ending})
             case Escalate(reason=reason) if above is not None:
                 why_up = reason or f"escalated by {decision.actor or 'a person'}"
                 record = _record(level.name, above, why_up, actor=decision.actor)

@@ -13,7 +13,7 @@ At a gate (a review of kind `phase`, position `after`, key `<phase>#<attempt>`):
 - **Modify** `{"output": "..."}`: the edited output is what later phases see (`outputs[phase]`).
 - **Reject** with a reason: the phase runs again with the reason as feedback, up to `max_attempts`
   attempts; a reject of the last attempt ends the thread as `rejected`, with the phase, who and
-  why in the state's `stopped` and in the history.
+  why in the state's `ending` (and `stopped`) and in the history.
 - **Stop**: `Runner.cancel(thread_id, reason=...)` / `hitl cancel THREAD --reason ...` halts the
   workflow where it stands, outcome `cancelled`. The history records who and why
   (`cancel_requested`) and where: the cancelled review is the gate of the phase it stood at (its
@@ -44,26 +44,36 @@ Example:
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from types import MappingProxyType
 from typing import Literal, Protocol, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command
+from langgraph.types import Command, Durability
 
 from hitl_graphs.decisions import Approve, Decision, DecisionKind, Modify, Reject
+from hitl_graphs.endings import Ending
 from hitl_graphs.errors import ConfigError, InvalidDecisionError
 from hitl_graphs.gate import check_default, request_review
-from hitl_graphs.templates._steps import Stopped, ask, check_step, short
+from hitl_graphs.templates._steps import Stopped, ask, check_step, ended, ended_by, short
 
 __all__ = [
-    "GateDecision", "GatePolicy", "GateRecord", "MultiStepState", "PHASE_PROMPT", "Phase", "PhaseInput",
-    "PhaseOutput", "PhaseStep", "create_multi_step_graph", "review_when_marked"
+    "DURABILITY",
+    "GateDecision",
+    "GatePolicy",
+    "GateRecord",
+    "MultiStepState",
+    "PHASE_PROMPT",
+    "Phase",
+    "PhaseInput",
+    "PhaseOutput",
+    "PhaseStep",
+    "create_multi_step_graph",
+    "review_when_marked",
 ]
 
 GateDecision = Literal["pending", "approve", "modify", "reject", "skipped"]
@@ -198,6 +208,18 @@ class MultiStepState(TypedDict, total=False):
     """Approved (or edited) outputs by phase, in phase order: what later phases see."""
     gates: list[GateRecord]
     stopped: Stopped | None
+    """Where, who and why the last attempt of a phase was rejected (kept; see `ending`)."""
+    ending: Ending | None
+    """How the run ended (`hitl_graphs.endings`), `at` the phase: `completed` after the last
+    phase, `rejected` / `expired` when its last attempt was rejected."""
+
+
+DURABILITY: Durability = "async"
+"""How a runner should checkpoint this graph: `Workflow(..., durability=multi_step.DURABILITY)`.
+
+After every step: a phase step is any callable, run without `run_once`, so a phase may act on
+the world; a checkpoint after each phase keeps a finished one from running again after a crash
+(with `"exit"`, phases a gate policy let through unattended would all run again)."""
 
 
 PHASE_PROMPT = (
@@ -285,7 +307,10 @@ def _run_phase(phase: Phase, step: PhaseStep, after: str, policy: GatePolicy | N
         if ask_person:
             return Command(goto=_gate(phase.name), update={**update, "gates": [*gates, record]})
         skipped = GateRecord(**{**record, "decision": "skipped", "by": "policy"})  # type: ignore[typeddict-item]
-        return Command(goto=after, update={**update, "gates": [*gates, skipped], "outputs": {**outputs, phase.name: output}})
+        update |= {"gates": [*gates, skipped], "outputs": {**outputs, phase.name: output}}
+        if after == END:
+            update["ending"] = ended("completed", at=phase.name)
+        return Command(goto=after, update=update)
 
     return run
 
@@ -327,10 +352,14 @@ def _gate_node(
                 if attempt < max_attempts:
                     return Command(goto=phase.name, update={"gates": gates})
                 stopped = Stopped(at=phase.name, by=decision.actor, reason=reason)
-                return Command(goto=END, update={"gates": gates, "stopped": stopped})
+                return Command(goto=END, update={"gates": gates, "stopped": stopped,
+                                                 "ending": ended_by(decision, at=phase.name)})
             case _:  # request_review refuses kinds not allowed
                 raise InvalidDecisionError(f"a phase gate cannot take {decision.kind!r}")
-        return Command(goto=after, update={"gates": gates, "output": final, "outputs": {**outputs, phase.name: final}})
+        update: MultiStepState = {"gates": gates, "output": final, "outputs": {**outputs, phase.name: final}}
+        if after == END:
+            update["ending"] = ended_by(decision, at=phase.name)
+        return Command(goto=after, update=update)
 
     return gate
 

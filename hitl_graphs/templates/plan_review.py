@@ -10,16 +10,18 @@ as a LangGraph graph, durable across processes:
   that ran is not run again by a later pause, a resume in another process, or a recovery (only a
   crash in the middle of a step can repeat that one step).
 - **Modify** `{"plan": [...]}`: exactly the edited plan runs (reworded, added, removed, reordered).
-- **Reject**: nothing more runs; the graph ends and the thread's outcome is `rejected`, with the
-  reason in the state's `stopped` and in the history's `decided` event. (`Runner.cancel` /
-  `hitl cancel` ends a thread as `cancelled` instead.)
+- **Reject**: nothing more runs; the graph ends and the thread's outcome is `rejected` through
+  any `Workflow`, with who and why in the state's `ending` (and, as before, `stopped`) and in the
+  history's `decided` event. (`Runner.cancel` / `hitl cancel` ends a thread as `cancelled`.)
 - **Re-planning** every `planning_interval` executed steps (smolagents' option of that name): the
   planner updates the remaining plan from what was done, and the update is reviewed again.
 
 The memory (smolagents' `agent.memory.steps`) lives in the state, so it survives pauses and
 processes: `plan_versions` (every version, who wrote it, who approved, edited or rejected it) and
 `results` (every executed step with its result, in order). `plan_memory(state)` reads it back as
-one timeline; the runner's history holds each review requested and who decided what.
+one timeline; the runner's history holds each review requested and who decided what. How the run
+ended is the state's `ending` (`hitl_graphs.endings.outcome` reads it for every template), and
+`DURABILITY` beside the factory is how a runner should checkpoint it.
 
 Example:
     >>> from hitl_graphs import Modify, Runner, Workflow
@@ -35,28 +37,40 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
-
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypedDict
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command
-from pydantic import BaseModel, ConfigDict, JsonValue
+from langgraph.types import Command, Durability
+from pydantic import JsonValue
 
 from hitl_graphs.decisions import Approve, Decision, DecisionKind, Modify, Reject
-from hitl_graphs.errors import ConfigError, InvalidDecisionError
-from hitl_graphs.reviews import Outcome
 from hitl_graphs.effects import record_event, run_once
+from hitl_graphs.endings import outcome, thread_outcome
+from hitl_graphs.errors import ConfigError, InvalidDecisionError
 from hitl_graphs.gate import check_default, request_review, to_json
+from hitl_graphs.reviews import Outcome
+from hitl_graphs.templates._plan_state import (
+    Executor,
+    PlanContext,
+    Planner,
+    PlanProposal,
+    PlanState,
+    PlanStatus,
+    PlanVersion,
+    ReviewHook,
+    StepResult,
+)
 from hitl_graphs.templates._steps import (
     Stopped,
     ask,
     check_step,
+    ended,
+    ended_by,
     is_chat_model,
     numbered,
     parse_steps,
@@ -65,118 +79,22 @@ from hitl_graphs.templates._steps import (
 )
 
 __all__ = [
-    "EXECUTOR_PROMPT", "Executor", "PLANNER_PROMPT", "PlanContext", "PlanProposal", "PlanState", "PlanStatus",
-    "PlanVersion", "Planner", "ReviewHook", "StepResult", "create_plan_review_graph", "plan_memory",
-    "plan_outcome"
+    "DURABILITY",
+    "EXECUTOR_PROMPT",
+    "Executor",
+    "PLANNER_PROMPT",
+    "PlanContext",
+    "PlanProposal",
+    "PlanState",
+    "PlanStatus",
+    "PlanVersion",
+    "Planner",
+    "ReviewHook",
+    "StepResult",
+    "create_plan_review_graph",
+    "plan_memory",
+    "plan_outcome",
 ]
-
-PlanStatus = Literal["proposed", "approved", "edited", "rejected"]
-
-
-class PlanVersion(TypedDict):
-    """One version of the plan: what the planner (or a person) wrote and what became of it."""
-
-    version: int
-    steps: list[str]
-    author: str
-    """`planner`, or the person who edited the previous version into this one."""
-    after_step: int
-    """How many steps had run when this version was written (0: the first plan)."""
-    status: PlanStatus
-    decided_by: str | None
-    comment: str | None
-    reason: str | None
-
-
-class StepResult(TypedDict):
-    """One executed step, in the order steps ran."""
-
-    index: int
-    """1-based position among all executed steps of the thread."""
-    step: str
-    result: Any
-    plan_version: int
-    """The plan version the step was run from."""
-
-
-class PlanState(TypedDict, total=False):
-    """The plan-review graph's state. A person edits `plan` only."""
-
-    task: str
-    plan: list[str]
-    """The plan under review, then being executed: the steps still to run when it was approved."""
-    next_step: int
-    """How many steps of `plan` have run."""
-    results: list[StepResult]
-    plan_versions: list[PlanVersion]
-    stopped: Stopped | None
-
-
-@dataclass(frozen=True, slots=True)
-class PlanContext:
-    """What a planner or an executor is told.
-
-    Attributes:
-        task: The task the plan is for.
-        plan: For the planner, the steps not yet run (for the first plan: a `plan` given in the
-            input, else empty); for the executor, the approved plan being run.
-        done: The steps executed so far, with their results.
-        versions: Every plan version so far (a chat-model planner replays them as its memory).
-
-    Example:
-        >>> def executor(step: str, context: PlanContext) -> str:
-        ...     return f"{step}: done ({len(context.done)} before)"
-        >>> executor("check logs", PlanContext(task="fix CI", plan=("check logs",)))
-        'check logs: done (0 before)'
-    """
-
-    task: str
-    plan: tuple[str, ...] = ()
-    done: tuple[StepResult, ...] = ()
-    versions: tuple[PlanVersion, ...] = ()
-
-
-class Planner(Protocol):
-    """Writes the plan: the steps still to do, in order."""
-
-    def __call__(self, context: PlanContext, /) -> Sequence[str]: ...
-
-
-class Executor(Protocol):
-    """Runs one step and returns its result (anything JSON can hold)."""
-
-    def __call__(self, step: str, context: PlanContext, /) -> Any: ...
-
-
-class PlanProposal(BaseModel):
-    """What `on_review` is told when a plan is about to be reviewed (e.g. to notify someone).
-
-    Attributes:
-        thread_id: The thread that will pause (None outside a checkpointed run).
-        key: The review's key: `hitl approve THREAD --review plan-v1` addresses it.
-        task: The task.
-        version: The plan version under review.
-        plan: Its steps.
-        done: How many steps have run so far.
-
-    Example:
-        >>> def notify(proposal: PlanProposal) -> None:
-        ...     print(f"plan v{proposal.version} for {proposal.task!r} waits: hitl approve {proposal.thread_id}")
-        >>> notify(PlanProposal(thread_id="t1", key="plan-v1", task="fix CI", version=1, plan=("a",), done=0))
-        plan v1 for 'fix CI' waits: hitl approve t1
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    thread_id: str | None
-    key: str
-    task: str
-    version: int
-    plan: tuple[str, ...]
-    done: int
-
-
-ReviewHook = Callable[[PlanProposal], None]
 
 _DECISIONS: tuple[DecisionKind, ...] = ("approve", "modify", "reject")
 
@@ -185,6 +103,13 @@ PLANNER_PROMPT = (
     "(1. ..., 2. ...). A person reviews the plan before any step runs."
 )
 EXECUTOR_PROMPT = "You carry out one step of an approved plan at a time. Reply with the step's result only."
+
+DURABILITY: Durability = "exit"
+"""How a runner should checkpoint this graph: `Workflow(..., durability=plan_review.DURABILITY)`.
+
+Once per run, where it stops, together with the ledger's record of the pause. Safe here because
+every step runs through `run_once`: after a crash `recover` replays the stretch since the last
+pause with the recorded decision, and a step that already ran returns its recorded result."""
 
 
 def create_plan_review_graph(
@@ -279,12 +204,16 @@ def create_plan_review_graph(
                                             reason=None))
             case Reject(reason=reason):
                 versions[-1] = {**proposal, **decided, "status": "rejected", "reason": reason}  # type: ignore[typeddict-item]
-                stopped = Stopped(at=f"plan v{proposal['version']}", by=decision.actor, reason=reason)
-                return Command(goto=END, update={"plan_versions": versions, "stopped": stopped})
+                at = f"plan v{proposal['version']}"
+                stopped = Stopped(at=at, by=decision.actor, reason=reason)
+                return Command(goto=END, update={"plan_versions": versions, "stopped": stopped,
+                                                 "ending": ended_by(decision, at=at)})
             case _:  # request_review refuses kinds not allowed
                 raise InvalidDecisionError(f"a plan review cannot take {decision.kind!r}")
-        return Command(goto="execute" if steps else END,
-                       update={"plan": steps, "next_step": 0, "plan_versions": versions})
+        update: PlanState = {"plan": steps, "next_step": 0, "plan_versions": versions}
+        if not steps:  # an approved (or edited) empty plan: nothing to run, the work is done
+            update["ending"] = ended_by(decision, at=f"plan v{versions[-1]['version']}")
+        return Command(goto="execute" if steps else END, update=update)
 
     def execute(state: PlanState) -> PlanState:
         steps = state["plan"]
@@ -297,7 +226,10 @@ def create_plan_review_graph(
         entry = StepResult(index=len(done) + 1, step=steps[position], result=result,
                            plan_version=versions[-1]["version"])
         record_event("step_executed", dict(entry))
-        return {"results": [*done, entry], "next_step": position + 1}
+        update: PlanState = {"results": [*done, entry], "next_step": position + 1}
+        if position + 1 >= len(steps):  # the last step: `after_step` ends the graph
+            update["ending"] = ended("completed", at=f"plan v{versions[-1]['version']}", by=versions[-1]["decided_by"])
+        return update
 
     def after_step(state: PlanState) -> str:
         position = state["next_step"]
@@ -318,15 +250,19 @@ def create_plan_review_graph(
 
 
 def plan_outcome(state: Mapping[str, Any]) -> Outcome:
-    """How a plan-review thread ended: `cancelled` once a person rejected a plan, else `completed`.
+    """How a plan-review thread ended, as `Workflow(outcome=...)` reads it: `rejected` once a
+    person (or a deadline) rejected a plan, else `completed`.
 
-    Pass it as `Workflow(..., outcome=plan_outcome)` so `hitl show` says `done (cancelled)`.
+    Kept for code that passes it; the runner reads the graph's `ending` record by itself, so a
+    plain `Workflow` says the same. `hitl_graphs.endings.outcome` gives the whole record.
 
     Example:
         >>> plan_outcome({"stopped": {"at": "plan v1", "by": "ana", "reason": "no"}}), plan_outcome({})
-        ('cancelled', 'completed')
+        ('rejected', 'completed')
     """
-    return "cancelled" if state.get("stopped") else "completed"
+    if (ending := outcome(state)) is not None:
+        return thread_outcome(ending)
+    return "rejected" if state.get("stopped") else "completed"  # a state from before `ending`
 
 
 def plan_memory(state: PlanState | dict[str, Any]) -> list[dict[str, JsonValue]]:

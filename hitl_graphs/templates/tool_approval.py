@@ -31,33 +31,49 @@ looked at: `info` calls that ran unpaused, each decision with its actor, each re
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import json
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import Annotated, Any, Literal, TypedDict, cast
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, StructuredTool
-from langchain_core.tools import tool as as_tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Send
-from pydantic import BaseModel, ValidationError
+from langgraph.types import Durability, Send
 
 from hitl_graphs.decisions import Approve, Decision, DecisionKind, Modify, Reject
-from hitl_graphs.errors import ConfigError, InvalidDecisionError, PatchError
-from hitl_graphs.effects import approved_before, record_event, remember_approval, run_once
+from hitl_graphs.effects import approved_before, record_event, remember_approval
+from hitl_graphs.endings import Ending
+from hitl_graphs.errors import ConfigError, InvalidDecisionError
 from hitl_graphs.gate import check_default, decided_by_person, request_review, to_json
 from hitl_graphs.patches import PATCH_CHECK
 from hitl_graphs.policies import AlwaysAskPolicy, AskOncePolicy, ConfirmationPolicy
 from hitl_graphs.reviews import ReviewRequest
+from hitl_graphs.templates._steps import ended
+from hitl_graphs.templates._tools import (
+    ToolLike,
+    _Call,
+    _check_args,
+    _invoke,
+    _patch_schema,
+    _same,
+    _show,
+    _tools_by_name,
+    agent_tool,
+    tool_args_schema,
+)
 
-__all__ = ["ToolApprovalState", "ToolLike", "agent_tool", "create_tool_approval_graph", "tool_args_schema"]
+__all__ = [
+    "DURABILITY",
+    "ToolApprovalState",
+    "ToolLike",
+    "agent_tool",
+    "create_tool_approval_graph",
+    "tool_args_schema",
+]
 
 
 def _union(current: list[str] | None, new: list[str] | None) -> list[str]:
@@ -76,7 +92,11 @@ class ToolApprovalState(TypedDict, total=False):
         tool_log: One entry per call a policy looked at: `{"call_id", "tool", "args", "level",
             "decision", "actor", "ran", "note"}`.
         turns: Model turns so far.
-        stop_reason: Why the loop stopped early (turn limit), else absent.
+        stop_reason: Why the loop stopped early (turn limit), else absent (kept for code that
+            reads it; see `ending`).
+        ending: How the run ended (`hitl_graphs.endings`): `completed` when the model answered
+            without tools (a rejected call does not end the run: the model carries on), `stopped`
+            at the turn limit; `at` is `turn N`.
     """
 
     messages: Annotated[list[AnyMessage], add_messages]
@@ -85,12 +105,7 @@ class ToolApprovalState(TypedDict, total=False):
     tool_log: Annotated[list[dict[str, Any]], operator.add]
     turns: int
     stop_reason: str
-
-
-class _Call(TypedDict):
-    id: str
-    name: str
-    args: dict[str, Any]
+    ending: Ending | None
 
 
 class _Task(TypedDict, total=False):
@@ -107,9 +122,13 @@ class _Task(TypedDict, total=False):
 
 _DECISIONS: tuple[DecisionKind, ...] = ("approve", "modify", "reject")
 
-ToolLike = BaseTool | Callable[..., Any]
-"""A LangChain tool, or a plain typed function (made a tool with `langchain_core.tools.tool`)."""
+DURABILITY: Durability = "exit"
+"""How a runner should checkpoint this graph: `Workflow(..., durability=tool_approval.DURABILITY)`.
 
+Once per run, where it stops, together with the ledger's record of the pause. Safe here because
+every tool call runs through `run_once`: after a crash `recover` replays the stretch since the
+last pause with the recorded decisions, and a call that already ran returns its recorded result
+(the model is asked again)."""
 
 def create_tool_approval_graph(
     model: BaseChatModel,
@@ -182,8 +201,11 @@ def create_tool_approval_graph(
             messages = [SystemMessage(system_prompt), *messages]
         reply = bound.invoke(messages, config)
         update: ToolApprovalState = {"messages": [reply], "turns": turns}
-        if isinstance(reply, AIMessage) and reply.tool_calls and turns >= max_turns:
+        if not (isinstance(reply, AIMessage) and reply.tool_calls):  # `route` ends the graph
+            update["ending"] = ended("completed", at=f"turn {turns}")
+        elif turns >= max_turns:  # the calls are answered "not run", then the graph ends
             update["stop_reason"] = f"turn limit: the model still asked for tools after {max_turns} turns"
+            update["ending"] = ended("stopped", at=f"turn {turns}", reason=update["stop_reason"])
         return update
 
     def route(state: ToolApprovalState) -> list[Send] | str:
@@ -298,121 +320,3 @@ def create_tool_approval_graph(
     graph.add_conditional_edges("agent", route, ["tools", END])
     graph.add_conditional_edges("tools", after_tools, ["agent", END])
     return graph
-
-
-def agent_tool(agent: StateGraph[Any] | CompiledStateGraph[Any, Any, Any, Any], *, name: str, description: str) -> BaseTool:
-    """Wrap an agent graph (e.g. another `create_tool_approval_graph`) as a tool of a parent agent.
-
-    The sub-agent runs inside the parent's `tools` task as a nested graph on the parent's
-    checkpointer, so its own reviews surface on the parent thread (keyed by the sub-agent's tool
-    call ids) and resuming them continues the sub-agent where it paused: its model is not
-    called again and the calls it already ran do not run again. Its memory (`approved_tools`)
-    lasts for one delegated request. Give the parent a `NeverAskPolicy()` for this tool unless
-    the delegation itself needs a review.
-
-    Args:
-        agent: The sub-agent; a `StateGraph` is compiled without a checkpointer (it uses the parent's).
-        name: The tool name the parent's model calls.
-        description: What the parent's model is told the sub-agent does.
-
-    Example:
-        >>> from hitl_graphs.testing import ScriptedChatModel
-        >>> helper = create_tool_approval_graph(ScriptedChatModel(script=["done"]), [])
-        >>> agent_tool(helper, name="helper", description="Does things.").invoke({"request": "go"})
-        'done'
-    """
-    graph = agent.compile() if isinstance(agent, StateGraph) else agent
-
-    def delegate(request: str, config: RunnableConfig) -> str:
-        result = graph.invoke({"messages": [HumanMessage(request)]}, config)
-        last = result["messages"][-1]
-        return last.text if isinstance(last, AIMessage) else str(last.content)
-
-    return StructuredTool.from_function(
-        delegate, name=name, description=description,
-    )
-
-
-def tool_args_schema(tool: BaseTool) -> dict[str, Any]:
-    """The JSON Schema of a tool's arguments as the model sees them (unknown arguments refused).
-
-    Example:
-        >>> from langchain_core.tools import tool
-        >>> @tool
-        ... def get_phone_number(name: str) -> str:
-        ...     '''Look up a phone number.'''
-        ...     return "(123) 456-7890"
-        >>> s = tool_args_schema(get_phone_number)
-        >>> s["properties"]["name"]["type"], s["required"], s["additionalProperties"]
-        ('string', ['name'], False)
-    """
-    raw = tool.tool_call_schema
-    schema: dict[str, Any] = dict(raw) if isinstance(raw, dict) else raw.model_json_schema()
-    if schema.get("type", "object") == "object" and "additionalProperties" not in schema:
-        schema["additionalProperties"] = False
-    return schema
-
-
-def _patch_schema(tool: BaseTool) -> dict[str, Any]:
-    args = tool_args_schema(tool)
-    defs = args.pop("$defs", None)
-    schema: dict[str, Any] = {"type": "object", "properties": {"args": args}, "required": ["args"]}
-    if defs:
-        schema["$defs"] = defs  # pydantic's `$ref`s point at the root
-    return schema
-
-
-def _check_args(tool: BaseTool, args: Mapping[str, Any]) -> None:
-    """Validate edited arguments as the tool will (its argument model, validators included).
-
-    Raises:
-        PatchError: naming the argument and the tool's reason.
-    """
-    model = tool.args_schema
-    if not (isinstance(model, type) and issubclass(model, BaseModel)):
-        return  # a tool described by JSON Schema only: the review's schema was the whole check
-    if set(model.model_fields) - set(tool_args_schema(tool).get("properties", {})):
-        return  # arguments injected at call time are not the person's to give; the schema was checked
-    try:
-        model.model_validate(dict(args))
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(["args", *(str(p) for p in err["loc"])])
-        message = str(err["msg"]).removeprefix("Value error, ")
-        raise PatchError(f"field {where!r}: {message} (the tool {tool.name!r} refuses it); change the arguments") from None
-
-
-def _tools_by_name(tools: Sequence[ToolLike]) -> dict[str, BaseTool]:
-    by_name: dict[str, BaseTool] = {}
-    for t in tools:
-        made = t if isinstance(t, BaseTool) else as_tool(t)
-        if not isinstance(made, BaseTool):
-            raise ConfigError(f"cannot make a tool of {t!r}; pass a LangChain tool or a typed function with a docstring")
-        if made.name in by_name:
-            raise ConfigError(f"two tools are named {made.name!r}; tool names must be unique")
-        by_name[made.name] = made
-    return by_name
-
-
-def _invoke(tool: BaseTool, call: _Call, args: dict[str, Any], config: RunnableConfig) -> ToolMessage:
-    """Run a tool call once: its result is recorded in the ledger (`run_once`), so a crash after
-    the tool ran and before the checkpoint does not run it again on recovery."""
-
-    def run() -> dict[str, Any]:
-        result = tool.invoke({"type": "tool_call", "id": call["id"], "name": call["name"], "args": args}, config)
-        if isinstance(result, ToolMessage):
-            return {"content": result.content, "status": result.status}
-        return {"content": str(result), "status": "success"}
-
-    done = run_once(f"tool:{call['id']}", run)
-    return ToolMessage(done["content"], tool_call_id=call["id"], name=call["name"], status=done["status"])
-
-
-def _same(tool: str, args: Any) -> str:
-    return tool + json.dumps(args, sort_keys=True, default=str)
-
-
-def _show(call: _Call) -> str:
-    args = ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in call["args"].items())
-    text = f"{call['name']}({args})"
-    return text if len(text) <= 120 else text[:117] + "..."
