@@ -35,6 +35,7 @@ from hitl_graphs import (
     ScriptedChatModel,
     ThreadView,
     create_tool_approval_graph,
+    UnknownThreadError,
     tool_args_schema,
 )
 from hitl_graphs.patches import validate_payload_patch
@@ -108,6 +109,33 @@ CONFIG_ERRORS = [
 def test_configuration_errors_say_what_to_fix(make: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=literal(message)):
         make()
+
+
+def test_a_model_that_cannot_call_tools_is_refused_when_the_graph_is_built(db: str) -> None:
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    from hitl_graphs import Workflow
+
+    fake = GenericFakeChatModel(messages=iter([AIMessage("hi")]))
+    expected = ("GenericFakeChatModel cannot call tools (its bind_tools is not implemented; LangChain's "
+                "GenericFakeChatModel and FakeListChatModel only answer in text): the tool-approval template needs a "
+                "chat model with tool calling (ChatOpenAI, ChatAnthropic, ChatOllama, ...), or offline "
+                "ScriptedChatModel(script=[tool_call(name, args), ...])")
+    with pytest.raises(ConfigError, match=literal(expected)):
+        create_tool_approval_graph(fake, [addition])
+    with pytest.raises(ConfigError, match="FakeListChatModel cannot call tools"):
+        create_tool_approval_graph(FakeListChatModel(responses=["hi"]), [addition])
+    with pytest.raises(ConfigError, match=literal("needs a chat model with tool calling (ChatOpenAI")):
+        create_tool_approval_graph(lambda messages: "hi", [addition])  # type: ignore[arg-type]
+    # registered lazily, it is refused at start, before a thread exists
+    wf = Workflow("fake-agent", lambda: create_tool_approval_graph(GenericFakeChatModel(messages=iter([])), [addition]))
+    with Runner.open(db, workflows=[wf]) as runner:
+        with pytest.raises(ConfigError, match="GenericFakeChatModel cannot call tools"):
+            runner.start("fake-agent", {"messages": [("user", "1 + 2?")]}, thread_id="t-fake")
+        assert runner.pending() == []
+        with pytest.raises(UnknownThreadError, match="does not exist"):
+            runner.show("t-fake")
 
 
 def test_argument_schema_refuses_unknown_and_mistyped_arguments() -> None:

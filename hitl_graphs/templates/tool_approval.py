@@ -56,6 +56,7 @@ from hitl_graphs.gate import check_default, decided_by_person, request_review, t
 from hitl_graphs.patches import PATCH_CHECK
 from hitl_graphs.policies import AlwaysAskPolicy, AskOncePolicy, ConfirmationPolicy
 from hitl_graphs.reviews import ReviewRequest
+from hitl_graphs.templates._steps import bind_tools
 
 __all__ = ["ToolApprovalState", "agent_tool", "create_tool_approval_graph", "tool_args_schema"]
 
@@ -130,7 +131,9 @@ def create_tool_approval_graph(
     larger graph.
 
     Args:
-        model: Any LangChain chat model that can `bind_tools` (or `ScriptedChatModel`).
+        model: A LangChain chat model with tool calling (`ChatOpenAI`, `ChatAnthropic`,
+            `ChatOllama`, ...), or `ScriptedChatModel` offline. LangChain's `GenericFakeChatModel`
+            and `FakeListChatModel` cannot call tools and are refused here.
         tools: The tools the model may call.
         policies: Tool name -> policy (`AlwaysAskPolicy`, `NeverAskPolicy`, `AskOncePolicy`,
             `AskWhenPolicy`, or your own `ConfirmationPolicy`).
@@ -149,8 +152,8 @@ def create_tool_approval_graph(
             `AskOncePolicy`: the next call is asked about again.
 
     Raises:
-        ConfigError: two tools share a name, `policies` names an unknown tool, `max_turns` < 1, or
-            a `default` a tool call review cannot take.
+        ConfigError: the model cannot call tools, two tools share a name, `policies` names an
+            unknown tool, `max_turns` < 1, or a `default` a tool call review cannot take.
 
     Example:
         >>> from hitl_graphs import NeverAskPolicy, ScriptedChatModel, tool_call
@@ -171,7 +174,7 @@ def create_tool_approval_graph(
         raise ConfigError(f"max_turns must be at least 1, got {max_turns}")
     check_default(default, _DECISIONS)
     schemas = {n: _patch_schema(t) for n, t in by_name.items()}
-    bound = model.bind_tools(list(by_name.values()))
+    bound = bind_tools(model, list(by_name.values()), template="tool-approval")
     prefix = f"{name}: " if name else ""
 
     def agent(state: ToolApprovalState, config: RunnableConfig) -> ToolApprovalState:
