@@ -288,7 +288,7 @@ def approve(
 @app.command()
 def modify(
     thread: str,
-    patch: Annotated[str, typer.Option("--patch", help='New values, a JSON object: \'{"plan": ["a", "b"]}\'.')],
+    patch: Annotated[str, typer.Option("--patch", help='New values, a JSON object: \'{"plan": ["a", "b"]}\'; tool arguments merge over those shown.')],
     review: ReviewOpt = None,
     actor: ActorOpt = None,
     comment: CommentOpt = None,
@@ -297,7 +297,10 @@ def modify(
     seen: SeenOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Approve with edits: the patch is checked against the review and the state's types first."""
+    """Approve with edits: the patch is checked against the review and the state's types first.
+
+    Tool arguments merge over those shown: --patch '{"args": {"amount": 900}}' changes that one argument and keeps the others; the merged arguments are checked with the tool's own argument model before anything is recorded.
+    """
     values = _json_arg(patch, "--patch")
     if not values:
         _fail("--patch is empty; name at least one field to change")

@@ -196,7 +196,7 @@ def test_each_decision_on_a_call(runner: Runner, case: DecisionCase) -> None:
 
 BAD_ARGS = [
     ("wrong-type", {"args": {"to": "acme", "amount": "lots"}}, "field 'args.amount' expects integer: 'lots' is not of type 'integer'"),
-    ("missing-arg", {"args": {"amount": 10}}, "'to' is a required property"),
+    ("null-arg", {"args": {"to": None}}, "field 'args.to' expects string: None is not of type 'string'"),
     ("unknown-arg", {"args": {"to": "acme", "amount": 10, "memo": "x"}}, "Additional properties are not allowed ('memo' was unexpected)"),
     ("not-editable", {"tool": "delete_resource"}, "field 'tool' may not be changed in this review; editable fields: args"),
 ]
@@ -211,6 +211,19 @@ def test_bad_arguments_are_refused_and_the_call_stays_pending(runner: Runner, db
     assert fingerprint(db, view.thread_id) == before
     assert runner.show(view.thread_id).reviews == view.reviews
     assert effects() == ["model:single:0"]
+
+
+def test_a_modify_of_one_argument_keeps_the_others(runner: Runner, db: str) -> None:
+    view = runner.start("ta-single")
+    with pytest.raises(PatchError, match=literal("field 'args.amount' expects integer: 'lots' is not of type 'integer'")):
+        runner.resume(view.thread_id, Modify({"args": {"amount": "lots"}}), review_id="c_pay")  # checked after merging
+    done = runner.resume(view.thread_id, Modify({"args": {"amount": 900}}, actor="ana"), review_id="c_pay")
+    assert done.status == "done"
+    assert [e for e in effects() if not e.startswith("model:")] == ["pay:acme:900"]
+    (logged,) = done.state["tool_log"]
+    assert logged["args"] == {"to": "acme", "amount": 900}
+    (decided,) = [e for e in runner.history(view.thread_id) if e.event == "decided"]
+    assert decided.data["patch"] == {"args": {"to": "acme", "amount": 900}}   # what ran is what is on record
 
 
 # -- one turn, many calls: one review set, a decision per call id ------------------------------

@@ -12,10 +12,11 @@ what a review set needs:
   after its own decision, once.
 - Nothing runs before its decision: the task's first step is the gate (`request_review`).
 
-Decisions per call: `Approve` runs it; `Modify(patch={"args": {...}})` runs it with new arguments
-(the runner checks them against the tool's argument schema, and then with the tool's own argument
-model, validators included, before anything is written, so a bad
-value is refused and the call stays pending); `Reject(reason=...)` does not run it and gives the
+Decisions per call: `Approve` runs it; `Modify(patch={"args": {...}})` runs it with new arguments,
+merged over the call's own (`{"args": {"amount": 900}}` edits one argument and keeps the rest;
+the runner checks the merged arguments against the tool's argument schema, and then with the
+tool's own argument model, validators included, before anything is written, so a bad value is
+refused and the call stays pending); `Reject(reason=...)` does not run it and gives the
 model the reason as the tool's result, so it can adapt.
 
 Loop guard: a call identical (same tool, same arguments) to one a person rejected in this
