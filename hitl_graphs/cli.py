@@ -33,6 +33,7 @@ from hitl_graphs import _started
 from hitl_graphs.errors import HitlError, StaleReviewError, ThreadBusyError
 from hitl_graphs.registry import load_app, registered
 from hitl_graphs.render import render_review
+from hitl_graphs.review_refs import review_ref
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
 from hitl_graphs.runner import Runner
 from hitl_graphs.store import default_db_path
@@ -57,7 +58,9 @@ class _Opts:
 _opts = _Opts()
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
-ReviewOpt = Annotated[str | None, typer.Option("--review", help="Review id (or a unique prefix) when several are pending.")]
+ReviewOpt = Annotated[str | None, typer.Option(
+    "--review", help="Which review, when several are pending: its id as `hitl pending` and `hitl show` print it (a key such "
+                     "as a tool call id, else the start of its id), or the tool it calls if no other pending review calls it.")]
 ActorOpt = Annotated[str | None, typer.Option("--actor", help="Who decides (default: $HITL_ACTOR, else your login).")]
 RoleOpt = Annotated[
     list[str] | None, typer.Option("--role", help="A role you hold (repeatable; default: $HITL_ROLES, comma-separated).")
@@ -136,9 +139,9 @@ def _pin(runner: Runner, thread: str) -> str | None:
     started = _opts.started if _opts.started is not None else _opts.invoked_at
     if review.created_at.timestamp() > started:
         raise StaleReviewError(
-            f"thread {thread!r} moved on while this command started: review {review.review_id!r} "
+            f"thread {thread!r} moved on while this command started: review {review_ref(review)!r} "
             f"({review.title}) was raised after it, so you have not seen it; nothing was decided. "
-            f"Look (`hitl show {thread}`), then decide with --review {review.review_id}"
+            f"Look (`hitl show {thread}`), then decide with --review {review_ref(review)}"
         )
     return review.review_id
 
@@ -177,7 +180,10 @@ def _print_view(view: ThreadView) -> None:
         out.print(f"[yellow]decided, awaiting recovery: {', '.join(view.awaiting_recovery)} (run `hitl recover`)[/yellow]")
     for review in view.reviews:
         render_review(review, out)
-    if view.reviews:
+    if len(view.reviews) > 1:
+        refs = ", ".join(review_ref(r) for r in view.reviews)
+        out.print(f"next: hitl approve|modify|reject {view.thread_id} --review REVIEW   (REVIEW: one of {refs})")
+    elif view.reviews:
         out.print(f"next: hitl approve {view.thread_id}   |   hitl modify {view.thread_id} --patch '{{...}}'   |   hitl reject {view.thread_id}")
     else:
         out.print("state:")
@@ -232,7 +238,7 @@ def pending(
         due = f" · due {r.deadline:%Y-%m-%d %H:%M}" if r.deadline else ""
         out.print(f"[cyan]{r.thread_id}[/cyan]  {r.workflow} · {r.position} {r.node} · {r.kind}{needs}{due}"
                   f"  [dim]{r.created_at:%Y-%m-%d %H:%M}[/dim]")
-        out.print(f"    {r.title}  [dim](review {r.key or r.review_id[:12]}: {', '.join(r.allowed)})[/dim]")
+        out.print(f"    {r.title}  [dim](review {review_ref(r)}: {', '.join(r.allowed)})[/dim]")
     out.print("decide with: hitl approve|modify|reject THREAD [--review REVIEW]", style="dim")
 
 

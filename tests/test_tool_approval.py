@@ -433,3 +433,49 @@ def test_graph_works_in_plain_langgraph_with_a_pay_tool() -> None:
 def test_docstring_examples_run(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
+
+
+# -- one id scheme: what `pending` and `show` print is what `--review` takes --------------------
+
+
+def test_reviews_of_the_same_tool_are_named_as_pending_shows_them(db: str, effects_file: Path) -> None:
+    run = hitl(db, "run", "ta-twins", "--json", HITL_APP=APP)
+    assert run.returncode == 0, run.stderr
+    thread_id = json.loads(run.stdout)["thread_id"]
+    acme, globex, balance = "call_07e1c9a4b2f3d5e6a7b8c9d0", "call_9b41f0c2d3e4a5b6c7d8e9f0", "call_5c2a8d7e6f5a4b3c2d1e0f9a"
+    listed = hitl(db, "pending", HITL_APP=APP).stdout
+    for ref in (acme, globex, balance):
+        assert f"(review {ref}: approve, modify, reject)" in listed
+    shown = hitl(db, "show", thread_id, HITL_APP=APP, COLUMNS="200").stdout
+    assert all(f"review {ref}" in shown for ref in (acme, globex, balance))
+    order = [r["key"] for r in json.loads(hitl(db, "show", thread_id, "--json", HITL_APP=APP).stdout)["reviews"]]
+    assert sorted(order) == sorted([acme, globex, balance])
+    assert f"--review REVIEW   (REVIEW: one of {', '.join(order)})" in shown
+    titles = {acme: 'Run pay(to="acme", amount=2000)?', globex: 'Run pay(to="globex", amount=3000)?',
+              balance: 'Run get_bank_balance(account_id="56789")?'}
+    before = fingerprint(db, thread_id)
+
+    # without --review, and with a tool name two reviews call: refused listing the same refs, nothing changes
+    unnamed = hitl(db, "approve", thread_id, HITL_APP=APP)
+    assert unnamed.stderr.strip() == (
+        f"error: thread '{thread_id}' has 3 pending reviews; pass a review id (`--review`), as `hitl pending` shows it: "
+        + "; ".join(f"{ref} ({titles[ref]})" for ref in order)
+    )
+    ambiguous = hitl(db, "approve", thread_id, "--review", "pay", HITL_APP=APP)
+    assert ambiguous.stderr.strip() == (
+        f"error: 2 pending reviews of thread '{thread_id}' call 'pay'; pass the review id of one: "
+        + "; ".join(f"{ref} ({titles[ref]})" for ref in order if ref != balance)
+    )
+    assert unnamed.returncode == ambiguous.returncode == 1
+    assert fingerprint(db, thread_id) == before
+
+    # the ref pending printed; then the tool name, now that one pending review calls it
+    assert hitl(db, "approve", thread_id, "--review", acme, HITL_APP=APP).returncode == 0
+    assert hitl(db, "reject", thread_id, "--review", "get_bank_balance", "--reason", "private", HITL_APP=APP).returncode == 0
+    done = hitl(db, "modify", thread_id, "--review", "pay", "--patch", '{"args": {"amount": 300}}', "--json", HITL_APP=APP)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "done"
+    assert sorted(e for e in effects() if not e.startswith("model:")) == ["pay:acme:2000", "pay:globex:300"]
+    again = hitl(db, "approve", thread_id, "--review", globex, HITL_APP=APP)
+    assert again.stderr.startswith(f"error: review '{globex}' of thread '{thread_id}' was already decided (modify")
+    assert "merge over those shown" in hitl(db, "modify", "--help", HITL_APP=APP).stdout
