@@ -1,7 +1,7 @@
 """`hitl`: start, list, inspect and decide paused threads from a shell.
 
-Every command opens the database (`--db`, else `$HITL_DB`, else `checkpoints/hitl.sqlite`),
-does one thing and exits, so each call may be a different process, hours apart. `--json` gives
+Every command opens the database (`--db`, else `$HITL_DB`, else `checkpoints/hitl.sqlite` in
+the project root, see `hitl_graphs.locations`), does one thing and exits, so each call may be a different process, hours apart. `--json` gives
 machine-readable output. A refused request exits 1 with one line on stderr and changes nothing.
 
     hitl run email --input '{"to": "ana@example.com", "topic": "lunch"}'
@@ -36,7 +36,7 @@ from hitl_graphs.render import render_review
 from hitl_graphs.review_refs import review_ref
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
 from hitl_graphs.runner import Runner
-from hitl_graphs.store import default_db_path
+from hitl_graphs.locations import DB_ENV, default_db_path, missing_database
 
 app = typer.Typer(
     name="hitl",
@@ -72,7 +72,9 @@ CommentOpt = Annotated[str | None, typer.Option("--comment", help="A note kept i
 
 @app.callback()
 def _main(
-    db: Annotated[Path | None, typer.Option("--db", help="SQLite file (default: $HITL_DB or checkpoints/hitl.sqlite).")] = None,
+    db: Annotated[Path | None, typer.Option(
+        "--db", help="SQLite file (default: $HITL_DB, else checkpoints/hitl.sqlite in the project root: the nearest folder "
+                     "up from here with a pyproject.toml or .git). Only run, demo and init create it.")] = None,
     app_module: Annotated[
         str | None, typer.Option("--app", help="Import this module first, to register your own workflows (or $HITL_APP).")
     ] = None,
@@ -98,8 +100,14 @@ def _guard(fn: Callable[[], Any]) -> Any:
 
 
 @contextmanager
-def _runner() -> Iterator[Runner]:
+def _runner(*, create: bool = False) -> Iterator[Runner]:
+    """The runner on the database; only commands that start threads (`create`) may create it:
+    the others refuse a path that does not exist, so a typo is not a new, empty database."""
     path = str(_opts.db) if _opts.db else str(default_db_path())
+    if not create:
+        source = "--db" if _opts.db else "$HITL_DB" if os.environ.get(DB_ENV) else "the default, in the project root"
+        if (missing := missing_database(path, source)) is not None:
+            _fail(missing)
     try:
         with Runner.open(path) as runner:
             yield runner
@@ -206,8 +214,15 @@ def run(
 ) -> None:
     """Start a thread; it runs to its first review or its end."""
     data = _json_arg(input, "--input") if input is not None else None
-    with _runner() as runner:
+    with _runner(create=True) as runner:
         _emit_view(runner.start(workflow, data, thread_id=thread), as_json)
+
+
+@app.command()
+def init() -> None:
+    """Create the database (--db, $HITL_DB or the default) if it does not exist; the commands that read or decide refuse a missing one."""
+    with _runner(create=True) as runner:
+        typer.echo(f"database ready at {Path(runner.store.path).resolve()}")
 
 
 @app.command()
@@ -542,7 +557,7 @@ def demo(
     from hitl_graphs.demo import run_demo
 
     interactive = sys.stdin.isatty() and not scripted
-    with _runner() as runner:
+    with _runner(create=True) as runner:
         run_demo(runner, console=out, interactive=interactive)
 
 

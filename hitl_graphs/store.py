@@ -57,10 +57,9 @@ from hitl_graphs._langgraph_compat import writes_have_task_path
 from hitl_graphs.audit import key_from_env
 from hitl_graphs.errors import ConfigError, DatabaseBusyError
 from hitl_graphs.liveness import RunMarks
+from hitl_graphs.locations import DB_ENV, DEFAULT_DB, default_db_path  # noqa: F401 (old import path)
 from hitl_graphs.serde import GuardedSerializer
 
-DEFAULT_DB = Path("checkpoints") / "hitl.sqlite"
-DB_ENV = "HITL_DB"
 DEFER_KEY = "__hitl_defer"
 """In a run's `configurable`: the saver keeps the run's checkpoints for the next commit."""
 
@@ -214,15 +213,6 @@ def write_pending(conn: sqlite3.Connection) -> None:
     """Write the rows waiting for a commit into the open transaction (see `_Connection`)."""
     if isinstance(conn, _Connection):
         conn.hitl_write_pending()
-
-
-def default_db_path() -> Path:
-    """`$HITL_DB` if set, else `checkpoints/hitl.sqlite` (relative to the working directory).
-
-    Example:
-        >>> str(default_db_path()).endswith(".sqlite")
-        True"""
-    return Path(os.environ.get(DB_ENV) or DEFAULT_DB)
 
 
 class HitlSqliteSaver(SqliteSaver):
@@ -471,7 +461,8 @@ class SqliteStore(AbstractContextManager["SqliteStore"]):
 
     Args:
         path: The database file; created with its folder if missing. Defaults to `$HITL_DB` or
-            `checkpoints/hitl.sqlite`. `":memory:"` works for a single process.
+            `checkpoints/hitl.sqlite` in the project root (`hitl_graphs.locations`). `":memory:"`
+            works for a single process.
         busy_timeout: Seconds a writer waits for another process's lock before failing.
         synchronous: `FULL` (default) flushes the WAL on every commit, surviving power loss;
             `NORMAL` survives a process crash (SIGKILL) but may lose the last commits on power loss.

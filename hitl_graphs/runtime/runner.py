@@ -133,7 +133,9 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows):
     ) -> Runner:
         """Open (or create) the database at `path` and return a runner that closes it on exit.
 
-        `path` defaults to `$HITL_DB`, else `checkpoints/hitl.sqlite`; `audit_key` to
+        `path` defaults to `$HITL_DB`, else `checkpoints/hitl.sqlite` in the project root (the
+        nearest folder up from the working directory with a `pyproject.toml` or `.git`; see
+        `hitl_graphs.locations`), so a notebook and `hitl` find the same file; `audit_key` to
         `$HITL_AUDIT_KEY` (see `SqliteStore`).
         """
         return cls(SqliteStore(path, audit_key=audit_key), workflows, lease=lease, durability=durability,
