@@ -1,7 +1,7 @@
 """`hitl`: start, list, inspect and decide paused threads from a shell.
 
-Every command opens the database (`--db`, else `$HITL_DB`, else `checkpoints/hitl.sqlite`),
-does one thing and exits, so each call may be a different process, hours apart. `--json` gives
+Every command opens the database (`--db`, else `$HITL_DB`, else `checkpoints/hitl.sqlite` in
+the project root, see `hitl_graphs.locations`), does one thing and exits, so each call may be a different process, hours apart. `--json` gives
 machine-readable output. A refused request exits 1 with one line on stderr and changes nothing.
 
     hitl run email --input '{"to": "ana@example.com", "topic": "lunch"}'
@@ -33,9 +33,10 @@ from hitl_graphs import _started
 from hitl_graphs.errors import HitlError, StaleReviewError, ThreadBusyError
 from hitl_graphs.registry import load_app, registered
 from hitl_graphs.render import render_review
+from hitl_graphs.review_refs import review_ref
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
 from hitl_graphs.runner import Runner
-from hitl_graphs.storage import default_db_path
+from hitl_graphs.locations import DB_ENV, default_db_path, missing_database
 
 app = typer.Typer(
     name="hitl",
@@ -57,7 +58,9 @@ class _Opts:
 _opts = _Opts()
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
-ReviewOpt = Annotated[str | None, typer.Option("--review", help="Review id (or a unique prefix) when several are pending.")]
+ReviewOpt = Annotated[str | None, typer.Option(
+    "--review", help="Which review, when several are pending: its id as `hitl pending` and `hitl show` print it (a key such "
+                     "as a tool call id, else the start of its id), or the tool it calls if no other pending review calls it.")]
 ActorOpt = Annotated[str | None, typer.Option("--actor", help="Who decides (default: $HITL_ACTOR, else your login).")]
 RoleOpt = Annotated[
     list[str] | None, typer.Option("--role", help="A role you hold (repeatable; default: $HITL_ROLES, comma-separated).")
@@ -69,7 +72,9 @@ CommentOpt = Annotated[str | None, typer.Option("--comment", help="A note kept i
 
 @app.callback()
 def _main(
-    db: Annotated[Path | None, typer.Option("--db", help="SQLite file (default: $HITL_DB or checkpoints/hitl.sqlite).")] = None,
+    db: Annotated[Path | None, typer.Option(
+        "--db", help="SQLite file (default: $HITL_DB, else checkpoints/hitl.sqlite in the project root: the nearest folder "
+                     "up from here with a pyproject.toml or .git). Only run, demo and init create it.")] = None,
     app_module: Annotated[
         str | None, typer.Option("--app", help="Import this module first, to register your own workflows (or $HITL_APP).")
     ] = None,
@@ -95,8 +100,14 @@ def _guard(fn: Callable[[], Any]) -> Any:
 
 
 @contextmanager
-def _runner() -> Iterator[Runner]:
+def _runner(*, create: bool = False) -> Iterator[Runner]:
+    """The runner on the database; only commands that start threads (`create`) may create it:
+    the others refuse a path that does not exist, so a typo is not a new, empty database."""
     path = str(_opts.db) if _opts.db else str(default_db_path())
+    if not create:
+        source = "--db" if _opts.db else "$HITL_DB" if os.environ.get(DB_ENV) else "the default, in the project root"
+        if (missing := missing_database(path, source)) is not None:
+            _fail(missing)
     try:
         with Runner.open(path) as runner:
             yield runner
@@ -136,9 +147,9 @@ def _pin(runner: Runner, thread: str) -> str | None:
     started = _opts.started if _opts.started is not None else _opts.invoked_at
     if review.created_at.timestamp() > started:
         raise StaleReviewError(
-            f"thread {thread!r} moved on while this command started: review {review.review_id!r} "
+            f"thread {thread!r} moved on while this command started: review {review_ref(review)!r} "
             f"({review.title}) was raised after it, so you have not seen it; nothing was decided. "
-            f"Look (`hitl show {thread}`), then decide with --review {review.review_id}"
+            f"Look (`hitl show {thread}`), then decide with --review {review_ref(review)}"
         )
     return review.review_id
 
@@ -177,7 +188,10 @@ def _print_view(view: ThreadView) -> None:
         out.print(f"[yellow]decided, awaiting recovery: {', '.join(view.awaiting_recovery)} (run `hitl recover`)[/yellow]")
     for review in view.reviews:
         render_review(review, out)
-    if view.reviews:
+    if len(view.reviews) > 1:
+        refs = ", ".join(review_ref(r) for r in view.reviews)
+        out.print(f"next: hitl approve|modify|reject {view.thread_id} --review REVIEW   (REVIEW: one of {refs})")
+    elif view.reviews:
         out.print(f"next: hitl approve {view.thread_id}   |   hitl modify {view.thread_id} --patch '{{...}}'   |   hitl reject {view.thread_id}")
     else:
         out.print("state:")
@@ -200,8 +214,15 @@ def run(
 ) -> None:
     """Start a thread; it runs to its first review or its end."""
     data = _json_arg(input, "--input") if input is not None else None
-    with _runner() as runner:
+    with _runner(create=True) as runner:
         _emit_view(runner.start(workflow, data, thread_id=thread), as_json)
+
+
+@app.command()
+def init() -> None:
+    """Create the database (--db, $HITL_DB or the default) if it does not exist; the commands that read or decide refuse a missing one."""
+    with _runner(create=True) as runner:
+        typer.echo(f"database ready at {Path(runner.store.path).resolve()}")
 
 
 @app.command()
@@ -232,7 +253,7 @@ def pending(
         due = f" · due {r.deadline:%Y-%m-%d %H:%M}" if r.deadline else ""
         out.print(f"[cyan]{r.thread_id}[/cyan]  {r.workflow} · {r.position} {r.node} · {r.kind}{needs}{due}"
                   f"  [dim]{r.created_at:%Y-%m-%d %H:%M}[/dim]")
-        out.print(f"    {r.title}  [dim](review {r.key or r.review_id[:12]}: {', '.join(r.allowed)})[/dim]")
+        out.print(f"    {r.title}  [dim](review {review_ref(r)}: {', '.join(r.allowed)})[/dim]")
     out.print("decide with: hitl approve|modify|reject THREAD [--review REVIEW]", style="dim")
 
 
@@ -288,7 +309,7 @@ def approve(
 @app.command()
 def modify(
     thread: str,
-    patch: Annotated[str, typer.Option("--patch", help='New values, a JSON object: \'{"plan": ["a", "b"]}\'.')],
+    patch: Annotated[str, typer.Option("--patch", help='New values, a JSON object: \'{"plan": ["a", "b"]}\'; tool arguments merge over those shown.')],
     review: ReviewOpt = None,
     actor: ActorOpt = None,
     comment: CommentOpt = None,
@@ -297,7 +318,10 @@ def modify(
     seen: SeenOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Approve with edits: the patch is checked against the review and the state's types first."""
+    """Approve with edits: the patch is checked against the review and the state's types first.
+
+    Tool arguments merge over those shown: --patch '{"args": {"amount": 900}}' changes that one argument and keeps the others; the merged arguments are checked with the tool's own argument model before anything is recorded.
+    """
     values = _json_arg(patch, "--patch")
     if not values:
         _fail("--patch is empty; name at least one field to change")
@@ -556,7 +580,7 @@ def demo(
     from hitl_graphs.demo import run_demo
 
     interactive = sys.stdin.isatty() and not scripted
-    with _runner() as runner:
+    with _runner(create=True) as runner:
         run_demo(runner, console=out, interactive=interactive)
 
 
@@ -571,7 +595,7 @@ def token_create(
     as_json: JsonFlag = False,
 ) -> None:
     """Create a token and print it once: only its hash is stored, so keep it now."""
-    with _runner() as runner:
+    with _runner(create=True) as runner:
         issued = runner.tokens.create(actor, roles=role or ())
     if as_json:
         sys.stdout.write(issued.model_dump_json() + "\n")

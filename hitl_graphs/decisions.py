@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, TypeAlias
+import warnings
+from typing import Annotated, Any, Literal, Never, TypeAlias
 
 from typing_extensions import Required, TypedDict
 
@@ -94,6 +95,17 @@ class _DecisionBase(BaseModel):
     the decision is refused and the person must look again."""
 
 
+def _given(**values: Any) -> dict[str, Any]:
+    """The keyword arguments a caller gave (None: not given), so unset fields stay unset."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _once(model: str, field: str, positional: Any, keyword: Any) -> Any:
+    if positional is not None and keyword is not None:
+        raise TypeError(f"{model} got its {field} twice; pass it once: {model}({field}=...) or {model}(...)")
+    return positional if positional is not None else keyword
+
+
 class Approve(_DecisionBase):
     """Go ahead with what the review showed, unchanged.
 
@@ -106,6 +118,18 @@ class Approve(_DecisionBase):
     verification: str | None = None
     """The phrase a `verify`-level review asks the person to type (e.g. `DELETE r-42`)."""
 
+    def __init__(
+        self,
+        *,
+        actor: str | None = None,
+        comment: str | None = None,
+        seen: str | None = None,
+        verification: str | None = None,
+        kind: Literal["approve"] = "approve",
+        **extra: Never,  # none is allowed: passed on, so pydantic names an unknown field as it always did
+    ) -> None:
+        super().__init__(**_given(actor=actor, comment=comment, seen=seen, verification=verification), kind=kind, **extra)
+
 
 class Modify(_DecisionBase):
     """Go ahead with the reviewed values replaced by `patch` (field name -> new value).
@@ -114,15 +138,38 @@ class Modify(_DecisionBase):
     before anything is written, and is applied as a LangGraph state update (through each
     field's reducer, as `update_state` does).
 
+    The patch may come first, without its name: `Modify({"plan": [...]})`. Of a review of
+    tool arguments (a `payload` patch), an object value is merged over the one shown, so
+    `Modify({"args": {"amount": 900}})` changes one argument and keeps the others.
+
     Example:
         >>> Modify(patch={"plan": ["check the logs"]}).patch
         {'plan': ['check the logs']}
+        >>> Modify({"plan": ["check the logs"]}, actor="ana") == Modify(patch={"plan": ["check the logs"]}, actor="ana")
+        True
     """
 
     kind: Literal["modify"] = "modify"
     patch: dict[str, Any]
     verification: str | None = None
     """The phrase a `verify`-level review asks the person to type."""
+
+    def __init__(
+        self,
+        patch_: Mapping[str, Any] | None = None,
+        /,
+        *,
+        patch: Mapping[str, Any] | None = None,
+        actor: str | None = None,
+        comment: str | None = None,
+        seen: str | None = None,
+        verification: str | None = None,
+        kind: Literal["modify"] = "modify",
+        **extra: Never,
+    ) -> None:
+        given = _once("Modify", "patch", patch_, patch)
+        fields = _given(actor=actor, comment=comment, seen=seen, verification=verification)
+        super().__init__(**fields, **({} if given is None else {"patch": given}), kind=kind, **extra)
 
     @field_validator("patch")
     @classmethod
@@ -135,13 +182,32 @@ class Modify(_DecisionBase):
 class Reject(_DecisionBase):
     """Do not go ahead. The workflow's rejection route runs, or the thread ends as rejected.
 
+    The reason may come first, without its name: `Reject("wrong customer")`.
+
     Example:
         >>> Reject(reason="wrong customer").reason
         'wrong customer'
+        >>> Reject("wrong customer") == Reject(reason="wrong customer")
+        True
     """
 
     kind: Literal["reject"] = "reject"
     reason: str | None = None
+
+    def __init__(
+        self,
+        reason_: str | None = None,
+        /,
+        *,
+        reason: str | None = None,
+        actor: str | None = None,
+        comment: str | None = None,
+        seen: str | None = None,
+        kind: Literal["reject"] = "reject",
+        **extra: Never,
+    ) -> None:
+        reason = _once("Reject", "reason", reason_, reason)
+        super().__init__(**_given(reason=reason, actor=actor, comment=comment, seen=seen), kind=kind, **extra)
 
 
 class Respond(_DecisionBase):
@@ -150,10 +216,27 @@ class Respond(_DecisionBase):
     Example:
         >>> Respond(text="use the staging database instead").kind
         'respond'
+        >>> Respond("use the staging database instead").text
+        'use the staging database instead'
     """
 
     kind: Literal["respond"] = "respond"
     text: str
+
+    def __init__(
+        self,
+        text_: str | None = None,
+        /,
+        *,
+        text: str | None = None,
+        actor: str | None = None,
+        comment: str | None = None,
+        seen: str | None = None,
+        kind: Literal["respond"] = "respond",
+        **extra: Never,
+    ) -> None:
+        text = _once("Respond", "text", text_, text)
+        super().__init__(**_given(text=text, actor=actor, comment=comment, seen=seen), kind=kind, **extra)
 
 
 class Escalate(_DecisionBase):
@@ -162,10 +245,27 @@ class Escalate(_DecisionBase):
     Example:
         >>> Escalate(reason="over my limit").kind
         'escalate'
+        >>> Escalate("over my limit").reason
+        'over my limit'
     """
 
     kind: Literal["escalate"] = "escalate"
     reason: str | None = None
+
+    def __init__(
+        self,
+        reason_: str | None = None,
+        /,
+        *,
+        reason: str | None = None,
+        actor: str | None = None,
+        comment: str | None = None,
+        seen: str | None = None,
+        kind: Literal["escalate"] = "escalate",
+        **extra: Never,
+    ) -> None:
+        reason = _once("Escalate", "reason", reason_, reason)
+        super().__init__(**_given(reason=reason, actor=actor, comment=comment, seen=seen), kind=kind, **extra)
 
 
 Decision: TypeAlias = Annotated[Approve | Modify | Reject | Respond | Escalate, Field(discriminator="kind")]
@@ -219,14 +319,88 @@ def parse_decision(
     """
     if isinstance(value, Approve | Modify | Reject | Respond | Escalate):
         return value
+    if not isinstance(value, str | Mapping):
+        raise InvalidDecisionError(f"not a valid decision: {_what(value)} is not a decision; {_FIX}")
     try:
         if isinstance(value, str):
             return _ADAPTER.validate_json(value)
         return _ADAPTER.validate_python(dict(value))
     except ValidationError as exc:
+        if isinstance(value, str) and value.strip().lower() in _EXAMPLES:
+            word = value.strip().lower()
+            raise InvalidDecisionError(
+                f"not a valid decision: {value!r} is not JSON; write '{{\"kind\": \"{word}\"}}', or pass {_EXAMPLES[word]}"
+            ) from None
         raise InvalidDecisionError(f"not a valid decision: {_first_error(exc)}") from None
     except (TypeError, ValueError) as exc:
         raise InvalidDecisionError(f"not a valid decision: {exc}") from None
+
+
+def decision_from(value: object, *, stacklevel: int = 2) -> Decision:
+    """What `Runner.resume` makes of its `decision` argument: a decision object, or its dict form.
+
+    A person's answer is a typed object (`Approve()`, `Modify(patch={...})`, `Reject(reason=...)`,
+    ...), so what looks like an answer but is not one is refused with the fix named: the word
+    `"approve"`, the class `Approve` instead of `Approve()`, `True`. A JSON string still works,
+    with a `DeprecationWarning`: reading JSON is the caller's step (`parse_decision(text)`, as the
+    CLI does), and a later version will refuse it.
+
+    Raises:
+        InvalidDecisionError: naming what to pass instead.
+
+    Example:
+        >>> decision_from({"kind": "reject", "reason": "no"})
+        Reject(actor=None, comment=None, seen=None, kind='reject', reason='no')
+        >>> decision_from("approve")
+        Traceback (most recent call last):
+        ...
+        hitl_graphs.errors.InvalidDecisionError: resume() takes a decision, not the text 'approve': pass Approve()
+    """
+    if isinstance(value, Approve | Modify | Reject | Respond | Escalate):
+        return value
+    if isinstance(value, type) and issubclass(value, _DecisionBase):
+        kind = str(value.model_fields["kind"].default)
+        raise InvalidDecisionError(f"resume() takes a decision, not the class {value.__name__}: pass {_EXAMPLES[kind]}")
+    if isinstance(value, bool):
+        fix = "Approve() to approve" if value else 'Reject(reason="...") to reject'
+        raise InvalidDecisionError(f"resume() takes a decision, not {value}: pass {fix}")
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in _EXAMPLES:
+            raise InvalidDecisionError(f"resume() takes a decision, not the text {value!r}: pass {_EXAMPLES[word]}")
+        if not value.lstrip().startswith("{"):
+            raise InvalidDecisionError(
+                f"resume() takes a decision, not the text {_short(repr(value))}: {_FIX}; parse_decision(text) reads a JSON decision"
+            )
+        warnings.warn(
+            "passing a JSON string as the decision to resume() is deprecated and will be refused; "
+            "pass parse_decision(text), or the model itself (Approve(), Modify(patch={...}), Reject(reason=...))",
+            DeprecationWarning,
+            stacklevel=stacklevel + 1,
+        )
+        return parse_decision(value)
+    if isinstance(value, Mapping):
+        return parse_decision(value)
+    raise InvalidDecisionError(f"resume() takes a decision, not {_what(value)}: {_FIX}")
+
+
+_EXAMPLES: dict[str, str] = {
+    "approve": "Approve()",
+    "modify": "Modify(patch={...})",
+    "reject": 'Reject(reason="...")',
+    "respond": 'Respond(text="...")',
+    "escalate": 'Escalate(reason="...")',
+}
+_FIX = "pass " + ", ".join(_EXAMPLES.values()) + " (or its dict form, {'kind': 'approve', ...})"
+
+
+def _what(value: object) -> str:
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name} ({_short(repr(value))})"
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else text[:40] + "..."
 
 
 def decision_to_json(decision: Decision) -> DecisionDict:

@@ -5,6 +5,10 @@ on the default SQLite database (so the `hitl ...` commands it prints work afterw
 scripted model: no API key, no network. At a terminal the person decides every review (approve,
 modify in `$EDITOR` or inline, reject...); without one (CI, a pipe) scripted decisions are taken
 and printed, a bad edit included, and the walk exits 0.
+
+At the end one more plan-review thread is started and left paused, for the reader: the walk
+never decides it, so the `hitl show` / `hitl approve` it prints work from another terminal,
+tomorrow (and another process is asked to list it, to show the pause is in the file).
 """
 
 from __future__ import annotations
@@ -105,17 +109,15 @@ def run_demo(runner: Runner, *, console: Console, interactive: bool, actor: str 
     """Walk the four patterns; at a terminal the person decides, else the script does."""
     console.print(Markdown("# hitl_graphs: human review for LangGraph agents\nOffline: SQLite at "
                            f"`{runner.store.location}` and a scripted model. Every pause below is durable."))
-    for number, pattern in enumerate(PATTERNS):
+    for pattern in PATTERNS:
         console.print(Rule(pattern.title))
         console.print(pattern.intro)
         reviewer: Reviewer = ConsoleReviewer(console, actor=actor) if interactive else _Announcing(pattern.scripted, console)
         view = runner.start(pattern.workflow)
-        if number == 0 and view.reviews:
-            _show_restart(runner, view, console, interactive)
-            view = runner.show(view.thread_id)
         view = _answer(runner, view, reviewer, console, pattern, interactive)
         console.print(f"[green]{view.status} ({view.outcome})[/green] {pattern.summary(view.state)}")
         console.print(f"[dim]history: hitl history {view.thread_id}[/dim]")
+    _leave_one_paused(runner, console, interactive)
     console.print(Rule())
     console.print("Next: `hitl pending`, `hitl review` (decide everything waiting), `hitl run plan-review`, `hitl --help`.")
 
@@ -156,11 +158,15 @@ def _answer(runner: Runner, view: ThreadView, reviewer: Reviewer, console: Conso
     return view
 
 
-def _show_restart(runner: Runner, view: ThreadView, console: Console, interactive: bool) -> None:
-    """Show that the pause lives in the database, not in this process."""
+def _leave_one_paused(runner: Runner, console: Console, interactive: bool) -> None:
+    """Start one more plan review and leave it paused: the pause lives in the database, not in
+    this process, and the commands printed here are the reader's to run (the walk never decides it)."""
+    console.print(Rule("5 · Yours to decide, later"))
+    view = runner.start("plan-review")
     console.print(
-        f"\nThread [cyan]{view.thread_id}[/cyan] is paused in the database. Close this terminal, come back "
-        f"tomorrow, and run:\n  [bold]hitl show {view.thread_id}[/bold]\n  [bold]hitl approve {view.thread_id}[/bold]"
+        f"Thread [cyan]{view.thread_id}[/cyan] is paused in the database, and this walk leaves it paused for you. "
+        f"Close this terminal, come back tomorrow, and run:\n  [bold]hitl show {view.thread_id}[/bold]\n"
+        f"  [bold]hitl approve {view.thread_id}[/bold]"
     )
     if interactive:
         return

@@ -91,14 +91,26 @@ def validate_patch(
 
 
 def validate_payload_patch(patch: Mapping[str, Any], request: Any) -> dict[str, Any]:
-    """Check a patch to what the review shows (e.g. tool arguments) against its JSON Schema.
+    """Check a patch to what the review shows (e.g. tool arguments) against its JSON Schema, and
+    return it merged over what was shown.
 
     The patch names top-level fields of the payload (a tool review may show
-    `{"name": ..., "args": {...}}` with `editable=("args",)`); fields not named keep their values,
-    and the payload with the patch merged in must satisfy `request.patch_schema`.
+    `{"name": ..., "args": {...}}` with `editable=("args",)`); fields not named keep their values.
+    An object given for a field that shows an object is merged over it, one level deep: a person
+    edits the one tool argument they mean (`{"args": {"amount": 900}}`) and the others keep
+    theirs; an argument they name is replaced whole. The payload with the merged patch must
+    satisfy `request.patch_schema`, and the merged patch is what is recorded and handed to the
+    node (so the node's own checks, e.g. the tool's argument model, see every argument).
 
     Raises:
         PatchError: a field is not editable or the merged value breaks the schema.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> shown = SimpleNamespace(editable=("args",), patch_schema=None,
+        ...                         payload={"tool": "pay", "args": {"to": "acme", "amount": 5000}})
+        >>> validate_payload_patch({"args": {"amount": 900}}, shown)
+        {'args': {'to': 'acme', 'amount': 900}}
     """
     import jsonschema
 
@@ -106,16 +118,20 @@ def validate_payload_patch(patch: Mapping[str, Any], request: Any) -> dict[str, 
         if name not in request.editable:
             allowed = ", ".join(request.editable) or "none"
             raise PatchError(f"field {name!r} may not be changed in this review; editable fields: {allowed}")
-    if request.patch_schema is None:
-        return dict(patch)
     base = request.payload if isinstance(request.payload, dict) else {}
-    merged = {**base, **patch}
+    merged_patch = {
+        name: {**base[name], **value} if isinstance(value, Mapping) and isinstance(base.get(name), dict) else value
+        for name, value in patch.items()
+    }
+    if request.patch_schema is None:
+        return merged_patch
+    merged = {**base, **merged_patch}
     validator = jsonschema.Draft202012Validator(request.patch_schema)
     for err in sorted(validator.iter_errors(merged), key=lambda e: list(e.path)):
         where = ".".join(str(p) for p in err.path) or next(iter(patch))
         expected = _schema_type(err)
         raise PatchError(f"field {where!r} {f'expects {expected}: ' if expected else ''}{err.message}")
-    return dict(patch)
+    return merged_patch
 
 
 def check_needs(

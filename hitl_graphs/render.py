@@ -15,6 +15,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from hitl_graphs.review_refs import review_ref
 from hitl_graphs.reviews import ReviewRequest
 
 
@@ -26,7 +27,7 @@ def render_review(review: ReviewRequest, console: Console) -> None:
 def _header(r: ReviewRequest) -> Text:
     text = Text()
     text.append(r.title + "\n", style="bold")
-    text.append(f"thread {r.thread_id}  review {r.review_id[:12]}" + (f"  key {r.key}" if r.key else "") + "\n", style="cyan")
+    text.append(f"thread {r.thread_id}  review {review_ref(r)}\n", style="cyan")
     text.append(f"{r.workflow} · {r.position} {r.node}")
     may = ", ".join(r.allowed)
     text.append(f" · may: {may}")

@@ -42,7 +42,8 @@ class ReviewRequest(BaseModel):
             call id, a phase name); `resume(..., review_id=key)` accepts it.
         patch_target: `state` (a `Modify` patch is a state update, checked against the state's
             types) or `payload` (the patch edits what the payload shows, e.g. tool arguments;
-            it is checked against `patch_schema` and handed to the node, not written to state).
+            an object merges over the one shown, one level deep; the result is checked against
+            `patch_schema` and handed to the node, not written to state).
         patch_schema: JSON Schema a `payload` patch must satisfy.
         verify_phrase: For `verify`-level reviews: the phrase the person must type to approve.
         required_role: Only an actor with this role may decide (`resume(..., roles=...)`).

@@ -146,6 +146,13 @@ PARALLEL = ask_for(
     call("delete_resource", {"resource_id": "r-42"}, "c_del"),
 )
 
+# two reviews of the same tool in one turn, with call ids as OpenAI writes them, and one of another tool
+TWINS = ask_for(
+    call("pay", {"to": "acme", "amount": 2000}, "call_07e1c9a4b2f3d5e6a7b8c9d0"),
+    call("pay", {"to": "globex", "amount": 3000}, "call_9b41f0c2d3e4a5b6c7d8e9f0"),
+    call("get_bank_balance", {"account_id": "56789"}, "call_5c2a8d7e6f5a4b3c2d1e0f9a"),
+)
+
 # the seed's intro: one call per turn; the phone tool is asked about once
 INTRO = [
     ask_for(call("get_bank_balance", {"account_id": "56789"}, "call_balance")),
@@ -194,6 +201,7 @@ def nested_graph() -> StateGraph[ToolApprovalState]:
 
 TOOL_WORKFLOWS = [
     Workflow("ta-parallel", agent("parallel", [PARALLEL]), example_input=USER),
+    Workflow("ta-twins", agent("twins", [TWINS]), example_input=USER),
     Workflow("ta-single", agent("single", [ask_for(call("pay", {"to": "acme", "amount": 5000}, "c_pay"))]), example_input=USER),
     Workflow("ta-intro", agent("intro", INTRO), example_input=USER),
     Workflow("ta-stubborn", agent("stubborn", STUBBORN), example_input=USER),

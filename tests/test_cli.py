@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -84,10 +85,10 @@ def test_already_decided_and_finished(db: str, effects_file: Path) -> None:
     assert hitl(db, "approve", thread_id).returncode == 0
     again = hitl(db, "reject", thread_id, "--review", review_id)
     assert again.returncode == 1
-    assert again.stderr.startswith(f"error: review '{review_id}' of thread '{thread_id}' was already decided (approve")
+    assert again.stderr.startswith(f"error: review '{review_id[:12]}' of thread '{thread_id}' was already decided (approve")
     finished = hitl(db, "approve", thread_id)
     assert finished.stderr.strip() == (
-        f"error: thread '{thread_id}' has no pending review: its last review '{review_id}' was already decided "
+        f"error: thread '{thread_id}' has no pending review: its last review '{review_id[:12]}' was already decided "
         f"(approve by {hitl_actor()}) and the thread ended (completed)"
     )
 
@@ -118,3 +119,10 @@ def test_demo_runs_without_a_terminal(db: str) -> None:
     assert out.count("scripted decision:") >= 8
     assert out.count("done (completed)") == 4
     assert "ran: Research the breakthroughs, Pick three, Write a 3-line summary" in out
+    # the thread it tells the reader to come back to is left paused, and the printed command works
+    (thread_id,) = re.findall(r"^  hitl approve (\S+)$", out, re.M)
+    assert [r["thread_id"] for r in _json(hitl(db, "pending", "--json"))] == [thread_id]  # type: ignore[index]
+    approved = hitl(db, "approve", thread_id, "--json")
+    assert _json(approved)["status"] in ("paused", "done")  # type: ignore[index]
+    assert [e["event"] for e in _json(hitl(db, "history", thread_id, "--json"))].count("decided") == 1  # type: ignore[union-attr]
+    assert "this walk leaves it paused for you" in out

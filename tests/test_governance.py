@@ -146,7 +146,7 @@ def test_role_is_required_and_a_refusal_changes_nothing(runner: Driven, db: str)
     assert review.required_role == "finance"
     assert runner.pending(roles=["ops"]) == [] and runner.pending(roles=["finance"]) == [review]
     before = fingerprint(db, view.thread_id)
-    with pytest.raises(PermissionDeniedError, match=f"review '{review.review_id}' requires role 'finance'; actor 'bob' has roles: ops"):
+    with pytest.raises(PermissionDeniedError, match=f"review '{review.review_id[:12]}' requires role 'finance'; actor 'bob' has roles: ops"):
         runner.resume(view.thread_id, Approve(actor="bob"), roles=["ops"])
     with pytest.raises(PermissionDeniedError, match="actor 'ana' started thread .* may not decide .*separation of duties"):
         runner.resume(view.thread_id, Approve(actor="ana"), roles=["finance"])

@@ -224,6 +224,9 @@ def test_tool_arguments_the_tool_would_refuse_are_refused_before_the_decision(db
         bad = Modify(patch={"args": {"account_id": "savings", "amount": 10}}, actor="ana")
         with pytest.raises(PatchError, match=re.escape("field 'args.account_id'") + ".*an account id is digits only"):
             runner.resume(view.thread_id, bad, review_id="call_transfer")
+        one = Modify({"args": {"account_id": "savings"}}, actor="ana")  # merged over the shown args, then the tool's model
+        with pytest.raises(PatchError, match=re.escape("field 'args.account_id'") + ".*an account id is digits only"):
+            runner.resume(view.thread_id, one, review_id="call_transfer")
         assert fingerprint(db, view.thread_id) == before
         good = Modify(patch={"args": {"account_id": "11111", "amount": 10}}, actor="ana")
         done = runner.resume(view.thread_id, good, review_id="call_transfer")

@@ -158,7 +158,7 @@ def test_kind_not_allowed_is_refused(runner: Driven, db: str) -> None:
     view = runner.start("fanout")
     left = next(r for r in view.reviews if r.node == "left")
     before = fingerprint(db, view.thread_id)
-    with pytest.raises(InvalidDecisionError, match=f"review '{left.review_id}' does not allow 'modify'; allowed: approve, reject"):
+    with pytest.raises(InvalidDecisionError, match=f"review '{left.review_id[:12]}' does not allow 'modify'; allowed: approve, reject"):
         runner.resume(view.thread_id, Modify(patch={"items": []}), review_id=left.review_id)
     assert fingerprint(db, view.thread_id) == before
 
@@ -178,7 +178,7 @@ def test_finished_thread_says_so(runner: Driven, db: str) -> None:
     runner.resume(view.thread_id, Approve())
     before = fingerprint(db, view.thread_id)
     with pytest.raises(AlreadyDecidedError, match=f"thread '{view.thread_id}' has no pending review: its last review "
-                       f"'{view.reviews[0].review_id}' was already decided \\(approve\\) and the thread ended \\(completed\\)"):
+                       f"'{view.reviews[0].review_id[:12]}' was already decided \\(approve\\) and the thread ended \\(completed\\)"):
         runner.resume(view.thread_id, Reject())
     with pytest.raises(AlreadyDecidedError, match="already decided \\(approve\\)"):
         runner.resume(view.thread_id, Approve(), review_id=view.reviews[0].review_id)
@@ -206,7 +206,7 @@ def test_cancel_ends_the_thread_and_its_reviews(runner: Driven) -> None:
     assert (done.status, done.outcome, done.reviews) == ("done", "cancelled", ())
     assert runner.pending() == []
     assert effects() == []
-    with pytest.raises(ReviewNotPendingError, match=f"review '{view.reviews[0].review_id}' of thread '{view.thread_id}' was cancelled"):
+    with pytest.raises(ReviewNotPendingError, match=f"review '{view.reviews[0].review_id[:12]}' of thread '{view.thread_id}' was cancelled"):
         runner.resume(view.thread_id, Approve(), review_id=view.reviews[0].review_id)
     with pytest.raises(NoPendingReviewError, match="it ended \\(cancelled\\)"):
         runner.resume(view.thread_id, Approve())

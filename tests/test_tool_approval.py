@@ -36,6 +36,7 @@ from hitl_graphs import (
     ScriptedChatModel,
     ThreadView,
     create_tool_approval_graph,
+    UnknownThreadError,
     tool_args_schema,
 )
 from hitl_graphs.patches import validate_payload_patch
@@ -112,6 +113,33 @@ def test_configuration_errors_say_what_to_fix(make: Any, message: str) -> None:
         make()
 
 
+def test_a_model_that_cannot_call_tools_is_refused_when_the_graph_is_built(db: str) -> None:
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    from hitl_graphs import Workflow
+
+    fake = GenericFakeChatModel(messages=iter([AIMessage("hi")]))
+    expected = ("GenericFakeChatModel cannot call tools (its bind_tools is not implemented; LangChain's "
+                "GenericFakeChatModel and FakeListChatModel only answer in text): the tool-approval template needs a "
+                "chat model with tool calling (ChatOpenAI, ChatAnthropic, ChatOllama, ...), or offline "
+                "ScriptedChatModel(script=[tool_call(name, args), ...])")
+    with pytest.raises(ConfigError, match=literal(expected)):
+        create_tool_approval_graph(fake, [addition])
+    with pytest.raises(ConfigError, match="FakeListChatModel cannot call tools"):
+        create_tool_approval_graph(FakeListChatModel(responses=["hi"]), [addition])
+    with pytest.raises(ConfigError, match=literal("needs a chat model with tool calling (ChatOpenAI")):
+        create_tool_approval_graph(lambda messages: "hi", [addition])  # type: ignore[arg-type]
+    # registered lazily, it is refused at start, before a thread exists
+    wf = Workflow("fake-agent", lambda: create_tool_approval_graph(GenericFakeChatModel(messages=iter([])), [addition]))
+    with Runner.open(db, workflows=[wf]) as runner:
+        with pytest.raises(ConfigError, match="GenericFakeChatModel cannot call tools"):
+            runner.start("fake-agent", {"messages": [("user", "1 + 2?")]}, thread_id="t-fake")
+        assert runner.pending() == []
+        with pytest.raises(UnknownThreadError, match="does not exist"):
+            runner.show("t-fake")
+
+
 def test_argument_schema_refuses_unknown_and_mistyped_arguments() -> None:
     from langchain_core.tools import tool
 
@@ -170,7 +198,7 @@ def test_each_decision_on_a_call(runner: Driven, case: DecisionCase) -> None:
 
 BAD_ARGS = [
     ("wrong-type", {"args": {"to": "acme", "amount": "lots"}}, "field 'args.amount' expects integer: 'lots' is not of type 'integer'"),
-    ("missing-arg", {"args": {"amount": 10}}, "'to' is a required property"),
+    ("null-arg", {"args": {"to": None}}, "field 'args.to' expects string: None is not of type 'string'"),
     ("unknown-arg", {"args": {"to": "acme", "amount": 10, "memo": "x"}}, "Additional properties are not allowed ('memo' was unexpected)"),
     ("not-editable", {"tool": "delete_resource"}, "field 'tool' may not be changed in this review; editable fields: args"),
 ]
@@ -185,6 +213,19 @@ def test_bad_arguments_are_refused_and_the_call_stays_pending(runner: Driven, db
     assert fingerprint(db, view.thread_id) == before
     assert runner.show(view.thread_id).reviews == view.reviews
     assert effects() == ["model:single:0"]
+
+
+def test_a_modify_of_one_argument_keeps_the_others(runner: Runner, db: str) -> None:
+    view = runner.start("ta-single")
+    with pytest.raises(PatchError, match=literal("field 'args.amount' expects integer: 'lots' is not of type 'integer'")):
+        runner.resume(view.thread_id, Modify({"args": {"amount": "lots"}}), review_id="c_pay")  # checked after merging
+    done = runner.resume(view.thread_id, Modify({"args": {"amount": 900}}, actor="ana"), review_id="c_pay")
+    assert done.status == "done"
+    assert [e for e in effects() if not e.startswith("model:")] == ["pay:acme:900"]
+    (logged,) = done.state["tool_log"]
+    assert logged["args"] == {"to": "acme", "amount": 900}
+    (decided,) = [e for e in runner.history(view.thread_id) if e.event == "decided"]
+    assert decided.data["patch"] == {"args": {"to": "acme", "amount": 900}}   # what ran is what is on record
 
 
 # -- one turn, many calls: one review set, a decision per call id ------------------------------
@@ -387,3 +428,49 @@ def test_graph_works_in_plain_langgraph_with_a_pay_tool() -> None:
 def test_docstring_examples_run(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
+
+
+# -- one id scheme: what `pending` and `show` print is what `--review` takes --------------------
+
+
+def test_reviews_of_the_same_tool_are_named_as_pending_shows_them(db: str, effects_file: Path) -> None:
+    run = hitl(db, "run", "ta-twins", "--json", HITL_APP=APP)
+    assert run.returncode == 0, run.stderr
+    thread_id = json.loads(run.stdout)["thread_id"]
+    acme, globex, balance = "call_07e1c9a4b2f3d5e6a7b8c9d0", "call_9b41f0c2d3e4a5b6c7d8e9f0", "call_5c2a8d7e6f5a4b3c2d1e0f9a"
+    listed = hitl(db, "pending", HITL_APP=APP).stdout
+    for ref in (acme, globex, balance):
+        assert f"(review {ref}: approve, modify, reject)" in listed
+    shown = hitl(db, "show", thread_id, HITL_APP=APP, COLUMNS="200").stdout
+    assert all(f"review {ref}" in shown for ref in (acme, globex, balance))
+    order = [r["key"] for r in json.loads(hitl(db, "show", thread_id, "--json", HITL_APP=APP).stdout)["reviews"]]
+    assert sorted(order) == sorted([acme, globex, balance])
+    assert f"--review REVIEW   (REVIEW: one of {', '.join(order)})" in shown
+    titles = {acme: 'Run pay(to="acme", amount=2000)?', globex: 'Run pay(to="globex", amount=3000)?',
+              balance: 'Run get_bank_balance(account_id="56789")?'}
+    before = fingerprint(db, thread_id)
+
+    # without --review, and with a tool name two reviews call: refused listing the same refs, nothing changes
+    unnamed = hitl(db, "approve", thread_id, HITL_APP=APP)
+    assert unnamed.stderr.strip() == (
+        f"error: thread '{thread_id}' has 3 pending reviews; pass a review id (`--review`), as `hitl pending` shows it: "
+        + "; ".join(f"{ref} ({titles[ref]})" for ref in order)
+    )
+    ambiguous = hitl(db, "approve", thread_id, "--review", "pay", HITL_APP=APP)
+    assert ambiguous.stderr.strip() == (
+        f"error: 2 pending reviews of thread '{thread_id}' call 'pay'; pass the review id of one: "
+        + "; ".join(f"{ref} ({titles[ref]})" for ref in order if ref != balance)
+    )
+    assert unnamed.returncode == ambiguous.returncode == 1
+    assert fingerprint(db, thread_id) == before
+
+    # the ref pending printed; then the tool name, now that one pending review calls it
+    assert hitl(db, "approve", thread_id, "--review", acme, HITL_APP=APP).returncode == 0
+    assert hitl(db, "reject", thread_id, "--review", "get_bank_balance", "--reason", "private", HITL_APP=APP).returncode == 0
+    done = hitl(db, "modify", thread_id, "--review", "pay", "--patch", '{"args": {"amount": 300}}', "--json", HITL_APP=APP)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "done"
+    assert sorted(e for e in effects() if not e.startswith("model:")) == ["pay:acme:2000", "pay:globex:300"]
+    again = hitl(db, "approve", thread_id, "--review", globex, HITL_APP=APP)
+    assert again.stderr.startswith(f"error: review '{globex}' of thread '{thread_id}' was already decided (modify")
+    assert "merge over those shown" in hitl(db, "modify", "--help", HITL_APP=APP).stdout

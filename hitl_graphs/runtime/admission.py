@@ -17,24 +17,13 @@ from hitl_graphs.decisions import (
 from hitl_graphs.errors import (
     InvalidDecisionError,
     PermissionDeniedError,
-    ReviewNotPendingError,
     StaleReviewError,
 )
 from hitl_graphs.gate import to_json
 from hitl_graphs.patches import validate_patch, validate_payload_patch
+from hitl_graphs.review_refs import review_ref
 from hitl_graphs.reviews import ReviewRequest
 from hitl_graphs.runtime.driver import Graph
-
-MIN_PREFIX = 6
-
-
-def check_prefix(review_id: str, thread_id: str) -> None:
-    if len(review_id.strip()) < MIN_PREFIX:
-        raise ReviewNotPendingError(
-            f"review id {review_id!r} is too short to name a review of thread {thread_id!r}: give at least "
-            f"{MIN_PREFIX} characters of its id, or its key (`hitl show {thread_id}` lists them)"
-        )
-
 
 def replaced_values(decision: Decision, request: ReviewRequest, values: Any) -> dict[str, Any] | None:
     """For the audit log: the values a `Modify` replaces, next to the new ones in its patch."""
@@ -52,29 +41,29 @@ def admit(
     if request.required_role is not None and request.required_role not in roles:
         who = f"actor {decision.actor!r}" if decision.actor else "the actor"
         raise PermissionDeniedError(
-            f"review {request.review_id!r} requires role {request.required_role!r}; {who} has roles: {', '.join(roles) or 'none'}"
+            f"review {review_ref(request)!r} requires role {request.required_role!r}; {who} has roles: {', '.join(roles) or 'none'}"
         )
     if request.separation_of_duties:
         if decision.actor is None:
-            raise PermissionDeniedError(f"review {request.review_id!r} needs a named actor (separation of duties)")
+            raise PermissionDeniedError(f"review {review_ref(request)!r} needs a named actor (separation of duties)")
         if decision.actor == started_by:
             raise PermissionDeniedError(
                 f"actor {decision.actor!r} started thread {request.thread_id!r} and may not decide its review "
-                f"{request.review_id!r} (separation of duties)"
+                f"{review_ref(request)!r} (separation of duties)"
             )
     if decision.seen is not None and decision.seen != request.payload_hash:
         raise StaleReviewError(
-            f"review {request.review_id!r} changed since you saw it (payload hash {decision.seen[:12]} is now "
+            f"review {review_ref(request)!r} changed since you saw it (payload hash {decision.seen[:12]} is now "
             f"{request.payload_hash[:12]}); look again (`hitl show {request.thread_id}`)"
         )
     if decision.kind not in request.allowed:
         raise InvalidDecisionError(
-            f"review {request.review_id!r} does not allow {decision.kind!r}; allowed: {', '.join(request.allowed)}"
+            f"review {review_ref(request)!r} does not allow {decision.kind!r}; allowed: {', '.join(request.allowed)}"
         )
     if request.verify_phrase is not None and isinstance(decision, Approve | Modify):
         if decision.verification != request.verify_phrase:
             raise InvalidDecisionError(
-                f"review {request.review_id!r} needs the verification phrase {request.verify_phrase!r} typed exactly; "
+                f"review {review_ref(request)!r} needs the verification phrase {request.verify_phrase!r} typed exactly; "
                 f"got {decision.verification!r}"
             )
     if isinstance(decision, Modify):

@@ -38,9 +38,9 @@ from hitl_graphs.patches import check_needs
 from hitl_graphs.pauses import is_plain_interrupt
 from hitl_graphs.registry import Workflow
 from hitl_graphs.reviews import Outcome, ReviewRequest, ThreadView
+from hitl_graphs.review_refs import describe, match_reviews, not_pending, pick_review, review_ref
 from hitl_graphs.runtime.admission import (
     admit,
-    check_prefix,
     replaced_values,
 )
 from hitl_graphs.runtime.driver import (
@@ -91,8 +91,8 @@ class DecideFlows:
         if review_id is None and review.request.created_at.timestamp() > asked_at:
             # the thread moved on between the call and our read: this is not what the caller saw
             raise StaleReviewError(
-                f"thread {thread_id!r} paused again at review {review.review_id!r} after this decision was asked "
-                f"for; nothing was decided: look at it (`hitl show {thread_id}`) and pass review_id"
+                f"thread {thread_id!r} paused again at review {review_ref(review.request)!r} after this decision was "
+                f"asked for; nothing was decided: look at it (`hitl show {thread_id}`) and pass its review id"
             )
         clean = admit(decision, review.request, graph, roles=roles, started_by=row.started_by)
         values: Any = None
@@ -121,45 +121,42 @@ class DecideFlows:
             if now_row is not None and not self.ledger.alive(now_row):
                 yield from self._sync(thread_id, pause, "completed", None)
             raise ReviewNotPendingError(
-                f"review {review.review_id!r} is no longer pending on thread {thread_id!r}: the thread moved on "
+                f"review {review_ref(review.request)!r} is no longer pending on thread {thread_id!r}: the thread moved on "
                 "outside this runner; `hitl show` has its current reviews"
             )
         if current.payload_hash != review.request.payload_hash:
             raise StaleReviewError(
-                f"what review {review.review_id!r} shows has changed since it was listed; look again (`hitl show {thread_id}`)"
+                f"what review {review_ref(review.request)!r} shows has changed since it was listed; look again (`hitl show {thread_id}`)"
             )
         return pause.values
 
     def _pick(self: Runner, row: ThreadRow, pending: list[ReviewRow], review_id: str | None) -> Flow[ReviewRow]:
+        # one naming scheme with `pending`, `show` and the CLI: see hitl_graphs.review_refs
+        requests = [r.request for r in pending]
         if review_id is None:
             if len(pending) == 1:
                 return pending[0]
-            listing = "; ".join(f"{r.review_id} ({r.request.node})" for r in pending)
             raise ReviewNotPendingError(
-                f"thread {row.thread_id!r} has {len(pending)} pending reviews; pass a review id: {listing}"
+                f"thread {row.thread_id!r} has {len(pending)} pending reviews; pass a review id (`--review`), "
+                f"as `hitl pending` shows it: {describe(requests)}"
             )
-        matches = [r for r in pending if review_id in (r.review_id, r.request.key)]
-        if not matches:
-            check_prefix(review_id, row.thread_id)
-            matches = [r for r in pending if r.review_id.startswith(review_id)]
-        if len(matches) == 1:
-            return matches[0]
-        if len(matches) > 1:
-            raise ReviewNotPendingError(f"review id prefix {review_id!r} matches {len(matches)} pending reviews; give more of it")
+        picked = pick_review(requests, review_id, row.thread_id)
+        if picked is not None:
+            return next(r for r in pending if r.review_id == picked.review_id)
         yield from self._refuse_decided(row, review_id)
-        listing = ", ".join(r.review_id for r in pending)
-        raise UnknownReviewError(f"review {review_id!r} is not pending on thread {row.thread_id!r}; pending: {listing}")
+        raise not_pending(review_id, row.thread_id, requests)
 
     def _refuse_decided(self: Runner, row: ThreadRow, review_id: str) -> Flow[None]:
-        check_prefix(review_id, row.thread_id)
-        others = yield from call(self.ledger.reviews, row.thread_id, ("decided", "applied", "cancelled", "superseded"))
+        others: list[ReviewRow] = yield from call(
+            self.ledger.reviews, row.thread_id, ("decided", "applied", "cancelled", "superseded"))
+        named = {r.review_id for r in match_reviews([o.request for o in others], review_id)}
         for r in others:
-            if r.review_id == review_id or r.review_id.startswith(review_id):
+            if r.review_id in named:
                 if r.status in ("cancelled", "superseded"):
-                    raise ReviewNotPendingError(f"review {r.review_id!r} of thread {row.thread_id!r} was {r.status}")
+                    raise ReviewNotPendingError(f"review {review_ref(r.request)!r} of thread {row.thread_id!r} was {r.status}")
                 who = f" by {r.decision.get('actor')}" if r.decision and r.decision.get("actor") else ""
                 kind = r.decision.get("kind") if r.decision else "?"
-                raise AlreadyDecidedError(f"review {r.review_id!r} of thread {row.thread_id!r} was already decided ({kind}{who})")
+                raise AlreadyDecidedError(f"review {review_ref(r.request)!r} of thread {row.thread_id!r} was already decided ({kind}{who})")
 
     def _explain_nothing_pending(self: Runner, row: ThreadRow, review_id: str | None) -> Flow[None]:
         fresh: ThreadRow | None = yield from call(self.ledger.thread, row.thread_id)  # a racer may have finished it
@@ -170,7 +167,7 @@ class DecideFlows:
             d = decided[0].decision or {}
             state = "is being applied by another process" if busy else "awaits recovery; run `hitl recover`"
             raise AlreadyDecidedError(
-                f"thread {row.thread_id!r}: review {decided[0].review_id!r} was already decided ({d.get('kind')}"
+                f"thread {row.thread_id!r}: review {review_ref(decided[0].request)!r} was already decided ({d.get('kind')}"
                 f"{' by ' + d['actor'] if d.get('actor') else ''}) and {state}"
             )
         if busy:
@@ -184,7 +181,7 @@ class DecideFlows:
                 d = last.decision or {}
                 ended = f"ended ({row.outcome})" if row.status == "done" else f"failed: {row.error}"
                 raise AlreadyDecidedError(
-                    f"thread {row.thread_id!r} has no pending review: its last review {last.review_id!r} was already "
+                    f"thread {row.thread_id!r} has no pending review: its last review {review_ref(last.request)!r} was already "
                     f"decided ({d.get('kind')}{' by ' + d['actor'] if d.get('actor') else ''}) and the thread {ended}"
                 )
         if row.status == "done":

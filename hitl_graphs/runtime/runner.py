@@ -27,6 +27,8 @@ from hitl_graphs import feedback as feedback_mod
 from hitl_graphs.audit import AuditHead, AuditReport
 from hitl_graphs.decisions import (
     Decision,
+    DecisionDict,
+    decision_from,
 )
 from hitl_graphs.errors import (
     ConfigError,
@@ -134,7 +136,9 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows, StreamMethods, 
     ) -> Runner:
         """Open (or create) the database at `path` and return a runner that closes it on exit.
 
-        `path` defaults to `$HITL_DB`, else `checkpoints/hitl.sqlite`; `audit_key` to
+        `path` defaults to `$HITL_DB`, else `checkpoints/hitl.sqlite` in the project root (the
+        nearest folder up from the working directory with a `pyproject.toml` or `.git`; see
+        `hitl_graphs.locations`), so a notebook and `hitl` find the same file; `audit_key` to
         `$HITL_AUDIT_KEY` (see `hitl_graphs.audit`).
         """
         return cls(open_store(path, audit_key=audit_key), workflows, lease=lease, durability=durability,
@@ -186,7 +190,7 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows, StreamMethods, 
     def resume(
         self,
         thread_id: str,
-        decision: Decision | Mapping[str, Any] | str,
+        decision: Decision | DecisionDict | Mapping[str, Any] | str,
         *,
         review_id: str | None = None,
         roles: Sequence[str] = (),
@@ -195,9 +199,13 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows, StreamMethods, 
 
         Args:
             thread_id: The paused thread.
-            decision: `Approve`, `Modify`, `Reject`, ... (or its dict / JSON form); its `actor`
-                is who decides.
-            review_id: Which review, when several are pending (its id, a unique prefix, or its key).
+            decision: `Approve()`, `Modify(patch={...})` (or `Modify({...})`), `Reject(reason=...)`
+                (or `Reject("...")`), ..., or its dict form; its `actor` is who decides. What is
+                not a decision (`"approve"`, the class `Approve`, `True`) is refused naming the
+                fix; a JSON string still works but is deprecated (`parse_decision(text)`).
+            review_id: Which review, when several are pending: what `pending` and `show` print
+                (its key, e.g. a tool call id, else the start of its id), its full id, or the
+                name of the tool it calls when only one pending review calls it.
             roles: The roles the actor holds (checked against the review's `required_role`). As
                 given: verify the caller's identity before passing them.
 
@@ -207,7 +215,7 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows, StreamMethods, 
             AlreadyDecidedError, ThreadBusyError: each before the thread changes (a refused
             decision is recorded in the audit log).
         """
-        return drive(self._resume(thread_id, decision, review_id, tuple(roles)))
+        return drive(self._resume(thread_id, decision_from(decision, stacklevel=2), review_id, tuple(roles)))
 
     def cancel(self, thread_id: str, *, actor: str | None = None, reason: str | None = None) -> ThreadView:
         """End a thread without running anything more; its pending reviews become cancelled."""
@@ -337,13 +345,13 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows, StreamMethods, 
     async def aresume(
         self,
         thread_id: str,
-        decision: Decision | Mapping[str, Any] | str,
+        decision: Decision | DecisionDict | Mapping[str, Any] | str,
         *,
         review_id: str | None = None,
         roles: Sequence[str] = (),
     ) -> ThreadView:
         """Async `resume`."""
-        return await adrive(self._resume(thread_id, decision, review_id, tuple(roles)))
+        return await adrive(self._resume(thread_id, decision_from(decision, stacklevel=2), review_id, tuple(roles)))
 
     async def asweep(self) -> list[ThreadView]:
         """Async `sweep`."""

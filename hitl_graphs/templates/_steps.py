@@ -1,5 +1,6 @@
 """What the templates share: running a step that is either a LangChain chat model or a plain
-callable, turning plans into numbered lines and back, and writing how a run ended (`Ending`).
+callable, binding tools to a model that can call them, turning plans into numbered lines and back, and
+writing how a run ended (`Ending`).
 
 Private: the templates' public faces are their `create_*` factories.
 """
@@ -13,7 +14,8 @@ from typing import Any, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.tools import BaseTool
 
 from hitl_graphs.decisions import Decision, Reject
 from hitl_graphs.endings import Ending, EndStatus
@@ -60,6 +62,36 @@ _NUMBERED = re.compile(r"^\s*(?:\d+\s*[.):]|[-*\u2022])\s+(?P<step>\S.*?)\s*$")
 def is_chat_model(step: Any) -> bool:
     """Whether `step` is a LangChain chat model (prompted) rather than a plain callable."""
     return isinstance(step, BaseChatModel)
+
+
+TOOL_MODELS = (
+    "a chat model with tool calling (ChatOpenAI, ChatAnthropic, ChatOllama, ...), or offline "
+    "ScriptedChatModel(script=[tool_call(name, args), ...])"
+)
+
+
+def bind_tools(model: Any, tools: Sequence[BaseTool], *, template: str) -> Runnable[Any, Any]:
+    """`model.bind_tools(tools)`, refused when the graph is built if the model cannot call tools.
+
+    LangChain's own fakes (`GenericFakeChatModel`, `FakeListChatModel`) inherit a `bind_tools`
+    that raises a bare `NotImplementedError`; the template would otherwise fail with it later, at
+    a thread's start, without saying what is missing.
+
+    Raises:
+        ConfigError: naming the model, what it lacks, and which models fit.
+    """
+    name = type(model).__name__
+    bind = getattr(model, "bind_tools", None)
+    if not callable(bind):
+        raise ConfigError(f"the {template} template needs {TOOL_MODELS}; {name} has no bind_tools")
+    try:
+        bound: Runnable[Any, Any] = bind(list(tools))
+    except NotImplementedError:
+        raise ConfigError(
+            f"{name} cannot call tools (its bind_tools is not implemented; LangChain's GenericFakeChatModel and "
+            f"FakeListChatModel only answer in text): the {template} template needs {TOOL_MODELS}"
+        ) from None
+    return bound
 
 
 def check_step(step: Any, what: str) -> None:

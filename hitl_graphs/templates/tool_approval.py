@@ -12,10 +12,11 @@ what a review set needs:
   after its own decision, once.
 - Nothing runs before its decision: the task's first step is the gate (`request_review`).
 
-Decisions per call: `Approve` runs it; `Modify(patch={"args": {...}})` runs it with new arguments
-(the runner checks them against the tool's argument schema, and then with the tool's own argument
-model, validators included, before anything is written, so a bad
-value is refused and the call stays pending); `Reject(reason=...)` does not run it and gives the
+Decisions per call: `Approve` runs it; `Modify(patch={"args": {...}})` runs it with new arguments,
+merged over the call's own (`{"args": {"amount": 900}}` edits one argument and keeps the rest;
+the runner checks the merged arguments against the tool's argument schema, and then with the
+tool's own argument model, validators included, before anything is written, so a bad value is
+refused and the call stays pending); `Reject(reason=...)` does not run it and gives the
 model the reason as the tool's result, so it can adapt.
 
 Loop guard: a call identical (same tool, same arguments) to one a person rejected in this
@@ -52,7 +53,7 @@ from hitl_graphs.gate import check_default, decided_by_person, request_review, t
 from hitl_graphs.patches import PATCH_CHECK
 from hitl_graphs.policies import AlwaysAskPolicy, AskOncePolicy, ConfirmationPolicy
 from hitl_graphs.reviews import ReviewRequest
-from hitl_graphs.templates._steps import ended
+from hitl_graphs.templates._steps import bind_tools, ended
 from hitl_graphs.templates._tools import (
     ToolLike,
     _Call,
@@ -149,7 +150,9 @@ def create_tool_approval_graph(
     larger graph.
 
     Args:
-        model: Any LangChain chat model that can `bind_tools` (or `ScriptedChatModel`).
+        model: A LangChain chat model with tool calling (`ChatOpenAI`, `ChatAnthropic`,
+            `ChatOllama`, ...), or `ScriptedChatModel` offline. LangChain's `GenericFakeChatModel`
+            and `FakeListChatModel` cannot call tools and are refused here.
         tools: The tools the model may call.
         policies: Tool name -> policy (`AlwaysAskPolicy`, `NeverAskPolicy`, `AskOncePolicy`,
             `AskWhenPolicy`, or your own `ConfirmationPolicy`).
@@ -168,8 +171,8 @@ def create_tool_approval_graph(
             `AskOncePolicy`: the next call is asked about again.
 
     Raises:
-        ConfigError: two tools share a name, `policies` names an unknown tool, `max_turns` < 1, or
-            a `default` a tool call review cannot take.
+        ConfigError: the model cannot call tools, two tools share a name, `policies` names an
+            unknown tool, `max_turns` < 1, or a `default` a tool call review cannot take.
 
     Example:
         >>> from hitl_graphs import NeverAskPolicy
@@ -191,7 +194,7 @@ def create_tool_approval_graph(
         raise ConfigError(f"max_turns must be at least 1, got {max_turns}")
     check_default(default, _DECISIONS)
     schemas = {n: _patch_schema(t) for n, t in by_name.items()}
-    bound = model.bind_tools(list(by_name.values()))
+    bound = bind_tools(model, list(by_name.values()), template="tool-approval")
     prefix = f"{name}: " if name else ""
 
     def agent(state: ToolApprovalState, config: RunnableConfig) -> ToolApprovalState:

@@ -14,6 +14,7 @@ from typing import cast
 
 from hitl_graphs.audit import key_from_env
 from hitl_graphs.errors import ConfigError, DatabaseBusyError
+from hitl_graphs.locations import DB_ENV, DEFAULT_DB, default_db_path
 from hitl_graphs.serde import GuardedSerializer
 from hitl_graphs.storage.sqlite.audit import SqliteAudit
 from hitl_graphs.storage.sqlite.connection import HitlConnection, Synchronous, busy_message, is_busy, busy_as_error
@@ -24,18 +25,6 @@ from hitl_graphs.storage.sqlite.liveness import RunMarks
 from hitl_graphs.storage.sqlite.saver import HitlSqliteSaver
 from hitl_graphs.storage.sqlite.schema import ensure_schema
 from hitl_graphs.storage.sqlite.tokens import SqliteTokens
-
-DEFAULT_DB = Path("checkpoints") / "hitl.sqlite"
-DB_ENV = "HITL_DB"
-
-
-def default_db_path() -> Path:
-    """`$HITL_DB` if set, else `checkpoints/hitl.sqlite` (relative to the working directory).
-
-    Example:
-        >>> str(default_db_path()).endswith(".sqlite")
-        True"""
-    return Path(os.environ.get(DB_ENV) or DEFAULT_DB)
 
 
 
