@@ -1,0 +1,11 @@
+"""The `hitl` commands, one module per group; importing this package registers them all on `app`,
+in the order `hitl --help` lists them."""
+
+# ruff: noqa: I001 (the import order is the order of `hitl --help`)
+from hitl_graphs.commands import threads
+from hitl_graphs.commands import deciding
+from hitl_graphs.commands import operations
+from hitl_graphs.commands import serving
+from hitl_graphs.commands._base import app
+
+__all__ = ["app", "deciding", "operations", "serving", "threads"]
