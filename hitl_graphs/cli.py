@@ -29,7 +29,7 @@ from rich.json import JSON
 
 from hitl_graphs.examples import register_examples
 from hitl_graphs.decisions import Approve, Decision, Escalate, Modify, Reject, Respond
-from hitl_graphs import _started
+from hitl_graphs import _started, notify_cli
 from hitl_graphs.errors import HitlError, StaleReviewError, ThreadBusyError
 from hitl_graphs.registry import load_app, registered
 from hitl_graphs.render import render_review
@@ -539,6 +539,7 @@ def demo(
 
 token_app = typer.Typer(help="API tokens for `hitl serve`: who a request speaks for.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
+app.add_typer(notify_cli.app)  # hitl webhook add/list/remove/deliveries, hitl notify
 
 
 @token_app.command("create")
