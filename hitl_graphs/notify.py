@@ -267,8 +267,8 @@ class Notifier:
                     skipped = entry.seq
                     continue
                 done = self._send(row, entry, owner, counts)
-                if done is None or not done:
-                    if skipped is not None and done is not None:
+                if done is not True:  # failed (try later), or the claim was lost (None)
+                    if done is False and skipped is not None:
                         store.advance(row.id, skipped, owner=owner, lease_until=time.time() + self.lease)
                     return
                 skipped = None

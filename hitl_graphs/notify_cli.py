@@ -67,7 +67,7 @@ def webhook_add(
     """Add a webhook; it is sent what happens from now on. Prints its secret once."""
     with _runner(ctx) as runner:
         try:
-            added = runner.webhooks.add(url, events=events.split(","), workflow=workflow,
+            added = runner.webhooks.add(url, events=events, workflow=workflow,
                                         format="slack" if slack else "json", secret=secret)
         except HitlError as exc:
             _fail(str(exc))

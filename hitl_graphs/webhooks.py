@@ -124,7 +124,7 @@ class Webhooks:
         self,
         url: str,
         *,
-        events: Sequence[str] = EVENTS,
+        events: Sequence[str] | str = EVENTS,
         workflow: str | None = None,
         format: WebhookFormat = "json",
         secret: str | None = None,
@@ -136,6 +136,8 @@ class Webhooks:
                 unknown format, or a secret shorter than 16 characters.
         """
         url = check_url(url)
+        if isinstance(events, str):
+            events = events.split(",")
         wanted = tuple(dict.fromkeys(e.strip() for e in events if e.strip()))
         bad = [e for e in wanted if e not in EVENTS]
         if bad or not wanted:
