@@ -29,7 +29,7 @@ from hitl_graphs.errors import (
 )
 from hitl_graphs.feedback import Feedback
 from hitl_graphs.reviews import ReviewRequest
-from hitl_graphs.storage import Store, open_store
+from hitl_graphs.storage import DeliveryRow, Store, open_store
 
 Opener = Callable[[], Store]
 
@@ -356,6 +356,108 @@ def test_feedback_is_listed_by_workflow_and_exported_once(store: Store, other: S
     assert (fb.score, fb.comment, fb.actor, fb.at) == (0.5, "ok", "ana", at)
     other.feedback.mark_exported(row_id)
     assert [fb.thread_id for _, fb in store.feedback.listing(unexported=True)] == ["t2"]
+
+
+# -- webhooks ------------------------------------------------------------------------------------
+
+
+def attempt(webhook_id: str, seq: int, outcome: Any = "delivered", n: int = 1, **kw: Any) -> DeliveryRow:
+    return DeliveryRow(webhook_id=webhook_id, seq=seq, attempt=n, outcome=outcome, status_code=kw.get("code", 200),
+                       error=kw.get("error"), at=time.time(), next_retry=kw.get("next_retry"))
+
+
+def test_a_webhook_starts_at_the_end_of_the_history_and_stays_listed_until_disabled(store: Store, other: Store) -> None:
+    paused(store, "t1", review("t1", "r1"))
+    head = store.audit.head().seq
+    assert head > 0
+    added = store.webhooks.add("w1", "https://example.com/hook", events=["review"], workflow="wf", secret="s3cret",
+                               format="slack")
+    assert added.cursor == head  # what happened before it was added is not announced
+    got = other.webhooks.get("w1")
+    assert got is not None
+    assert (got.url, got.events, got.workflow, got.secret, got.format, got.cursor, got.disabled_at) == (
+        "https://example.com/hook", ("review",), "wf", "s3cret", "slack", head, None)
+    other.webhooks.add("w2", "http://127.0.0.1:9/x", events=["review", "decided"], workflow=None, secret="k",
+                       format="json")
+    assert [w.id for w in store.webhooks.listing()] == ["w1", "w2"]
+    disabled = store.webhooks.disable("w1")
+    assert disabled is not None and disabled.disabled_at is not None
+    assert [w.id for w in other.webhooks.listing()] == ["w2"]
+    assert [w.id for w in other.webhooks.listing(disabled=True)] == ["w1", "w2"]
+    assert store.webhooks.disable("nope") is None and store.webhooks.get("nope") is None
+    with store.marks.hold() as owner:
+        assert store.webhooks.claim("w1", owner=owner, lease_until=time.time() + 60) is None  # disabled: not delivered
+
+
+def test_one_deliverer_holds_a_webhook_and_a_dead_one_is_taken_over(store: Store, other: Store) -> None:
+    store.webhooks.add("w1", "https://example.com/hook", events=["review"], workflow=None, secret="k", format="json")
+    later = time.time() + 60
+    with store.marks.hold() as first:
+        assert store.webhooks.claim("w1", owner=first, lease_until=later) is not None
+        with other.marks.hold() as second:
+            assert other.webhooks.claim("w1", owner=second, lease_until=later) is None  # held by a live deliverer
+            assert not other.webhooks.advance("w1", 5, owner=second, lease_until=later)
+        store.webhooks.release("w1", owner=first)
+        with other.marks.hold() as second:
+            assert other.webhooks.claim("w1", owner=second, lease_until=later) is not None
+            assert other.webhooks.claim("w1", owner=second, lease_until=later) is not None  # its own claim again
+        # `second` ended without releasing, as a deliverer that dies does: its claim is free at once
+        assert store.webhooks.claim("w1", owner=first, lease_until=later) is not None
+    assert store.webhooks.claim("nope", owner="x", lease_until=later) is None
+
+
+def test_exactly_one_of_many_racing_deliverers_gets_a_webhook(store: Store, opener: Opener) -> None:
+    store.webhooks.add("w1", "https://example.com/hook", events=["review"], workflow=None, secret="k", format="json")
+    handles = [opener() for _ in range(4)]
+    results: list[bool] = []
+    start, done = threading.Barrier(len(handles)), threading.Barrier(len(handles))
+
+    def take(h: Store) -> None:
+        with h.marks.hold() as owner:
+            start.wait()
+            results.append(h.webhooks.claim("w1", owner=owner, lease_until=time.time() + 60) is not None)
+            done.wait()  # every claimer still alive while the others try
+
+    workers = [threading.Thread(target=take, args=(h,)) for h in handles]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert sorted(results) == [False, False, False, True]
+
+
+def test_the_cursor_moves_only_past_what_was_delivered_or_given_up(store: Store, other: Store) -> None:
+    store.webhooks.add("w1", "https://example.com/hook", events=["review"], workflow=None, secret="k", format="json")
+    store.webhooks.add("w2", "https://example.com/other", events=["review"], workflow=None, secret="k", format="json")
+    later = time.time() + 60
+
+    def cursor(webhook_id: str) -> int:
+        row = other.webhooks.get(webhook_id)
+        assert row is not None
+        return row.cursor
+
+    with store.marks.hold() as owner:
+        claimed = store.webhooks.claim("w1", owner=owner, lease_until=later)
+        assert claimed is not None and claimed.cursor == 0
+        assert store.webhooks.record(attempt("w1", 3, "failed", code=503, next_retry=later), owner=owner,
+                                     lease_until=later)
+        assert cursor("w1") == 0  # a failed attempt keeps the entry ahead of the cursor
+        assert store.webhooks.record(attempt("w1", 3, "delivered", n=2), owner=owner, lease_until=later)
+        assert cursor("w1") == 3
+        assert store.webhooks.advance("w1", 6, owner=owner, lease_until=later)  # entries it does not ask for
+        assert store.webhooks.advance("w1", 4, owner=owner, lease_until=later) and cursor("w1") == 6  # never back
+        assert store.webhooks.record(attempt("w1", 7, "gave_up", n=8, code=None, error="timed out"), owner=owner,
+                                     lease_until=later)
+        assert cursor("w1") == 7
+        # an attempt by a deliverer that lost the webhook is logged, but moves nothing
+        assert not other.webhooks.record(attempt("w2", 2), owner="someone-else", lease_until=later)
+        assert cursor("w2") == 0
+    log = other.webhooks.deliveries("w1")
+    assert [(d.seq, d.attempt, d.outcome, d.status_code, d.error) for d in log] == [
+        (7, 8, "gave_up", None, "timed out"), (3, 2, "delivered", 200, None), (3, 1, "failed", 503, None)]
+    assert log[-1].next_retry == later and log[0].next_retry is None
+    assert [d.webhook_id for d in other.webhooks.deliveries()] == ["w2", "w1", "w1", "w1"]
+    assert len(other.webhooks.deliveries("w1", limit=1)) == 1
 
 
 # -- checkpoints ---------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from hitl_graphs.commands import threads
 from hitl_graphs.commands import deciding
 from hitl_graphs.commands import operations
 from hitl_graphs.commands import serving
+from hitl_graphs.commands import notifying
 from hitl_graphs.commands._base import app
 
-__all__ = ["app", "deciding", "operations", "serving", "threads"]
+__all__ = ["app", "deciding", "notifying", "operations", "serving", "threads"]

@@ -38,6 +38,7 @@ from hitl_graphs.errors import (
 )
 from hitl_graphs.feedback import Feedback, FeedbackClient
 from hitl_graphs.identity import Tokens
+from hitl_graphs.webhooks import Webhooks
 from hitl_graphs.audit import Event
 from hitl_graphs.registry import Workflow, get_workflow
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
@@ -112,6 +113,8 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows, StreamMethods, 
         self.effects = store.effects
         self.tokens = Tokens(store.tokens)
         """API tokens: issue, list, revoke, authenticate (`hitl_graphs.identity`)."""
+        self.webhooks = Webhooks(store.webhooks, store.marks)
+        """Where notifications go, and their delivery log (`hitl_graphs.webhooks`, `hitl_graphs.notify`)."""
         self._workflows = {w.name: w for w in workflows} if workflows is not None else None
         self._graphs: dict[str, Graph] = {}
         self.lease = lease
@@ -241,6 +244,11 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows, StreamMethods, 
         """Every thread's history after entry `seq`, in order (what a live feed follows; keep the
         last `seq` seen and nothing is missed or seen twice, across restarts)."""
         return self.ledger.events_after(seq, limit=limit)
+
+    def workflow_of(self, thread_id: str) -> str | None:
+        """The workflow a thread runs (None for an unknown thread): one index lookup, no checkpoint read."""
+        row = self.ledger.thread(thread_id)
+        return row.workflow if row is not None else None
 
     def retry(self, thread_id: str, *, actor: str | None = None) -> ThreadView:
         """Run a failed thread's failed step again, also after `recover` gave up on it.

@@ -6,6 +6,8 @@ body (`{"error": code, "detail": message}`); a refused request changed nothing, 
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
@@ -31,6 +33,7 @@ from hitl_graphs.errors import (
     UnknownThreadError,
     UnknownWorkflowError,
 )
+from hitl_graphs.notify import BASE_URL_ENV, Notifier
 from hitl_graphs.registry import Workflow
 from hitl_graphs.runtime.runner import Runner
 from hitl_graphs.server import api
@@ -68,11 +71,16 @@ def create_app(
     db: str | None = None,
     workflows: Iterable[Workflow] | None = None,
     poll: float = 0.5,
+    notify_every: float | None = 2.0,
+    base_url: str | None = None,
 ) -> FastAPI:
     """The server's app, on `runner` (kept open by the caller) or on a runner it opens on `db`
     (default `$HITL_DB`, else `checkpoints/hitl.sqlite`) for its lifetime.
 
     `poll`: seconds between reads of the history for `/api/events` when nothing is new.
+    `notify_every`: seconds between passes of the webhook deliverer that runs while the app
+    does (`hitl_graphs.notify`); None runs none. `base_url`: where people open this server,
+    for the links in notifications (default `$HITL_BASE_URL`).
 
     Example:
         >>> app = create_app(db=":memory:", workflows=[])
@@ -81,14 +89,29 @@ def create_app(
     """
 
     @asynccontextmanager
+    async def notifying(on: Runner) -> AsyncIterator[None]:
+        if notify_every is None:
+            yield
+            return
+        notifier = Notifier(on, base_url=base_url or os.environ.get(BASE_URL_ENV) or None)
+        task = asyncio.create_task(asyncio.to_thread(notifier.run, every=notify_every))
+        try:
+            yield
+        finally:
+            notifier.stopping.set()  # the pass under way ends after the entry it is sending
+            await task
+
+    @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if runner is not None:
             app.state.runner = runner
-            yield
+            async with notifying(runner):
+                yield
             return
         with Runner.open(db, workflows) as opened:
             app.state.runner = opened
-            yield
+            async with notifying(opened):
+                yield
 
     app = FastAPI(title="hitl_graphs", version="1", lifespan=lifespan,
                   description="Human-in-the-loop reviews of LangGraph threads: list, inspect, decide.")

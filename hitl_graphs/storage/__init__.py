@@ -12,6 +12,7 @@ from typing import Any
 from hitl_graphs.errors import ConfigError
 from hitl_graphs.storage.base import (
     AuditStore,
+    DeliveryRow,
     EffectStore,
     FeedbackStore,
     LedgerStore,
@@ -23,6 +24,8 @@ from hitl_graphs.storage.base import (
     ThreadRow,
     TokenRow,
     TokenStore,
+    WebhookRow,
+    WebhookStore,
 )
 from hitl_graphs.storage.sqlite import DB_ENV, HitlSqliteSaver, SqliteStore, default_db_path
 
@@ -57,6 +60,7 @@ def open_store(location: str | os.PathLike[str] | None = None, **options: Any) -
 __all__ = [
     "DB_ENV",
     "AuditStore",
+    "DeliveryRow",
     "EffectStore",
     "FeedbackStore",
     "HitlSqliteSaver",
@@ -70,6 +74,8 @@ __all__ = [
     "ThreadRow",
     "TokenRow",
     "TokenStore",
+    "WebhookRow",
+    "WebhookStore",
     "default_db_path",
     "open_store",
 ]

@@ -3,7 +3,8 @@
 A `Store` owns its connection(s), its schema and the schema's migrations, and hands out four
 small interfaces: the `ledger` (threads, reviews, claims, history), `effects` (results of
 `run_once`, remembered approvals), `audit` (reads of the hash chain; appends ride on the
-ledger's transactions) and `feedback` (ratings). Plus LangGraph's saver, for checkpoints.
+ledger's transactions), `feedback` (ratings), `tokens` (API tokens) and `webhooks` (where
+notifications go, and how far each got). Plus LangGraph's saver, for checkpoints.
 
 SQLite (`hitl_graphs.storage.sqlite`) is the first implementation. A backend is done when
 `tests/test_store_contract.py`, one parametrised suite of these promises, passes on it: claim
@@ -19,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol, TextIO
+from typing import Any, Literal, Protocol, TextIO
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -90,6 +91,43 @@ class TokenRow:
     roles: tuple[str, ...]
     created_at: float
     revoked_at: float | None = None
+
+
+WebhookEvent = Literal["review", "decided"]
+"""What a webhook may ask for: a new pending review, or a decision."""
+WebhookFormat = Literal["json", "slack"]
+"""How a webhook's body is written: our JSON, or a Slack-compatible `{"text": ...}`."""
+DeliveryOutcome = Literal["delivered", "failed", "gave_up"]
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookRow:
+    """A configured webhook and its delivery cursor: the last history `seq` it is done with."""
+
+    id: str
+    url: str
+    events: tuple[WebhookEvent, ...]
+    workflow: str | None
+    secret: str
+    format: WebhookFormat
+    created_at: float
+    disabled_at: float | None
+    cursor: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryRow:
+    """One attempt to deliver one history entry (`seq`) to one webhook, as the delivery log keeps it."""
+
+    webhook_id: str
+    seq: int
+    attempt: int
+    outcome: DeliveryOutcome
+    status_code: int | None
+    error: str | None
+    at: float
+    next_retry: float | None
+    """When a `failed` attempt is tried again; None once delivered or given up."""
 
 
 class Liveness(Protocol):
@@ -257,6 +295,54 @@ class TokenStore(Protocol):
         ...
 
 
+class WebhookStore(Protocol):
+    """Webhooks, each with a cursor into the history and a log of delivery attempts.
+
+    The history (`LedgerStore.events_after`) is the outbox: it is written in the same
+    transaction as each pause and decision, so a webhook only keeps how far it got. Several
+    deliverers share the work through `claim`: one holds a webhook at a time, so in normal
+    operation nothing is sent twice; a deliverer that dies is taken over (at least once).
+    """
+
+    def add(self, webhook_id: str, url: str, *, events: Sequence[WebhookEvent], workflow: str | None, secret: str,
+            format: WebhookFormat) -> WebhookRow:
+        """Store a webhook whose cursor is the history's current end: it announces what happens from now on."""
+        ...
+
+    def get(self, webhook_id: str) -> WebhookRow | None: ...
+
+    def listing(self, *, disabled: bool = False) -> list[WebhookRow]:
+        """Live webhooks, oldest first (with `disabled`, the removed ones too)."""
+        ...
+
+    def disable(self, webhook_id: str) -> WebhookRow | None:
+        """Stop delivering to a webhook (its log stays); None if there is no such webhook."""
+        ...
+
+    def claim(self, webhook_id: str, *, owner: str, lease_until: float) -> WebhookRow | None:
+        """Take a live webhook for delivery unless another live deliverer holds it: the row as
+        claimed (its cursor is where to go on from), None if held, disabled or unknown."""
+        ...
+
+    def record(self, attempt: DeliveryRow, *, owner: str, lease_until: float) -> bool:
+        """Log an attempt and, if it was `delivered` or `gave_up`, move the cursor to its seq, in
+        one transaction; renews the claim. False (the cursor unmoved, the attempt still logged)
+        if `owner` no longer holds the webhook."""
+        ...
+
+    def advance(self, webhook_id: str, seq: int, *, owner: str, lease_until: float) -> bool:
+        """Move the cursor to `seq` (entries the webhook does not ask for) if `owner` holds it."""
+        ...
+
+    def release(self, webhook_id: str, *, owner: str) -> None:
+        """Give up the claim (if `owner` holds it)."""
+        ...
+
+    def deliveries(self, webhook_id: str | None = None, *, limit: int = 50) -> list[DeliveryRow]:
+        """The delivery log, newest first (one webhook's, or every one's)."""
+        ...
+
+
 class Store(Protocol):
     """An open database: LangGraph's saver and our tables, behind one boundary.
 
@@ -270,6 +356,7 @@ class Store(Protocol):
     audit: AuditStore
     feedback: FeedbackStore
     tokens: TokenStore
+    webhooks: WebhookStore
     marks: Liveness
 
     def latest_checkpoint_id(self, thread_id: str) -> str | None:

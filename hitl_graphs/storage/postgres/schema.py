@@ -115,8 +115,37 @@ CREATE TABLE IF NOT EXISTS hitl_tokens (
 );
 """
 
-MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, LEDGER), (2, TOKENS))
-"""(version, DDL) in order. 1: every table SQLite's schema 3 has; 2: API tokens (their hashes)."""
+WEBHOOKS = """
+CREATE TABLE IF NOT EXISTS hitl_webhooks (
+    id            TEXT PRIMARY KEY,
+    url           TEXT NOT NULL,
+    events        TEXT NOT NULL,
+    workflow      TEXT,
+    secret        TEXT NOT NULL,
+    format        TEXT NOT NULL,
+    created_at    DOUBLE PRECISION NOT NULL,
+    disabled_at   DOUBLE PRECISION,
+    cursor        BIGINT NOT NULL,
+    claimed_by    TEXT,
+    claimed_until DOUBLE PRECISION
+);
+CREATE TABLE IF NOT EXISTS hitl_deliveries (
+    id          BIGSERIAL PRIMARY KEY,
+    webhook_id  TEXT NOT NULL,
+    seq         BIGINT NOT NULL,
+    attempt     INTEGER NOT NULL,
+    outcome     TEXT NOT NULL,
+    status_code INTEGER,
+    error       TEXT,
+    at          DOUBLE PRECISION NOT NULL,
+    next_retry  DOUBLE PRECISION
+);
+CREATE INDEX IF NOT EXISTS hitl_deliveries_webhook ON hitl_deliveries (webhook_id, id);
+"""
+
+MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, LEDGER), (2, TOKENS), (3, WEBHOOKS))
+"""(version, DDL) in order. 1: every table SQLite's schema 3 has; 2: API tokens (their hashes);
+3: webhooks, their cursors and the delivery log."""
 
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 

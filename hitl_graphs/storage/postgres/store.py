@@ -30,6 +30,7 @@ from hitl_graphs.storage.postgres.liveness import LeaseMarks
 from hitl_graphs.storage.postgres.migrate import migrate
 from hitl_graphs.storage.postgres.saver import HitlPostgresSaver
 from hitl_graphs.storage.postgres.tokens import PostgresTokens
+from hitl_graphs.storage.postgres.webhooks import PostgresWebhooks
 
 
 class PostgresStore(AbstractContextManager["PostgresStore"]):
@@ -76,6 +77,7 @@ class PostgresStore(AbstractContextManager["PostgresStore"]):
         self.audit = PostgresAudit(self.pool, self.audit_key)
         self.feedback = PostgresFeedback(self.pool)
         self.tokens = PostgresTokens(self.pool)
+        self.webhooks = PostgresWebhooks(self.pool, self.marks)
 
     def latest_checkpoint_id(self, thread_id: str) -> str | None:
         """The id of the thread's latest top-level checkpoint, None if it has none (nothing loaded)."""

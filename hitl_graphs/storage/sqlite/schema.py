@@ -23,6 +23,8 @@ The tables:
 - `hitl_feedback`: ratings of finished threads.
 - `hitl_remembered`: approvals remembered per workflow and actor (`AskOncePolicy(scope="workflow")`).
 - `hitl_tokens`: API tokens, as hashes, with the actor and roles each speaks for.
+- `hitl_webhooks` and `hitl_deliveries`: where notifications go, each webhook's cursor into
+  `hitl_events` (the history is the outbox) and who is delivering it now; the log of attempts.
 """
 
 from __future__ import annotations
@@ -150,14 +152,44 @@ CREATE TABLE IF NOT EXISTS hitl_tokens (
 ) WITHOUT ROWID;
 """
 
+WEBHOOKS = """
+CREATE TABLE IF NOT EXISTS hitl_webhooks (
+    id            TEXT PRIMARY KEY,
+    url           TEXT NOT NULL,
+    events        TEXT NOT NULL,
+    workflow      TEXT,
+    secret        TEXT NOT NULL,
+    format        TEXT NOT NULL,
+    created_at    REAL NOT NULL,
+    disabled_at   REAL,
+    cursor        INTEGER NOT NULL,
+    claimed_by    TEXT,
+    claimed_until REAL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS hitl_deliveries (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    webhook_id  TEXT NOT NULL,
+    seq         INTEGER NOT NULL,
+    attempt     INTEGER NOT NULL,
+    outcome     TEXT NOT NULL,
+    status_code INTEGER,
+    error       TEXT,
+    at          REAL NOT NULL,
+    next_retry  REAL
+);
+CREATE INDEX IF NOT EXISTS hitl_deliveries_webhook ON hitl_deliveries (webhook_id, id);
+"""
+
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (1, LEDGER + AUDIT + FEEDBACK + EFFECTS),
     (2, META),
     (3, REMEMBERED),
     (4, TOKENS),
+    (5, WEBHOOKS),
 )
 """(version, DDL) in order: what each release added. 1: the tables before versioning; 2: the
-version row; 3: approvals remembered per workflow and actor; 4: API tokens (their hashes)."""
+version row; 3: approvals remembered per workflow and actor; 4: API tokens (their hashes);
+5: webhooks, their cursors and the delivery log."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 """The schema this release writes."""
