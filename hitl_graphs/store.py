@@ -10,7 +10,8 @@ from hitl_graphs.storage.sqlite.connection import (
     write_transaction,
 )
 from hitl_graphs.storage.sqlite.saver import DEFER_KEY, HitlSqliteSaver
-from hitl_graphs.storage.sqlite.store import DB_ENV, DEFAULT_DB, SqliteStore, default_db_path
+from hitl_graphs.locations import DB_ENV, DEFAULT_DB, default_db_path
+from hitl_graphs.storage.sqlite.store import SqliteStore
 
 __all__ = [
     "DB_ENV",

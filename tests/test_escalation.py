@@ -28,7 +28,6 @@ from hitl_graphs import (
     Modify,
     PatchError,
     Reject,
-    Runner,
     Workflow,
     ScriptedChatModel,
     SensitiveTrigger,

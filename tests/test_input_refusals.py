@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hitl_graphs import Modify, PatchError, Respond, Runner, parse_decision
+from hitl_graphs import Modify, PatchError, Respond, parse_decision
 from tests.conftest import fingerprint, hitl
 from tests.drivers import Driven
 

@@ -241,5 +241,5 @@ def test_an_approval_by_the_deadline_is_not_remembered_for_the_workflow(db: str,
     with Runner.open(db, workflows=[_phone("workflow")]) as runner:
         first = runner.start("phone-workflow", ask, actor="ana")
         time.sleep(TIMEOUT + 0.1)
-        runner.sweep()
+        assert [v.thread_id for v in runner.sweep()] == [first.thread_id]  # approved by the deadline
         assert [r.key for r in runner.start("phone-workflow", ask, actor="ana").reviews] == ["call_phone_1"]

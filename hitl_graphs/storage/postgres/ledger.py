@@ -39,6 +39,7 @@ from hitl_graphs.errors import (
 )
 from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStatus
 from hitl_graphs.storage.base import Liveness, NewThread, ReviewRow, Synced, ThreadRow
+from hitl_graphs.storage.syncing import ended, plan_sync, synced
 from hitl_graphs.storage.postgres.audit import append
 
 Conn = psycopg.Connection[DictRow]
@@ -193,68 +194,37 @@ class PostgresLedger:
              pending: Sequence[tuple[ReviewRequest, str | None]], events: Sequence[Event] = (),
              new: NewThread | None = None) -> Synced:
         """Make the ledger agree with the thread's latest checkpoint, in one transaction (the rules
-        are SQLite's: see `SqliteLedger.sync`)."""
+        are `hitl_graphs.storage.syncing`'s, shared with SQLite)."""
         now = time.time()
-        waiting = {r.review_id for r, _ in pending}
-        settled = status in ("paused", "done")
-        log = list(events)
-        added: list[ReviewRequest] = []
-        open_reviews: list[ReviewRequest] = []
-        decided: list[str] = []
         with self._tx() as c:
             if new is not None:
                 self._insert_thread(c, thread_id, new, None, None, now)  # its start first in the history
             known = {r["review_id"]: (r["status"], r["request"]) for r in c.execute(
                 "SELECT review_id, status, request FROM hitl_reviews WHERE thread_id = %s "
                 "ORDER BY created_at, review_id FOR UPDATE", (thread_id,))}
-            for review_id, (old, request) in known.items():
-                if review_id in waiting:
-                    if old == "pending":
-                        open_reviews.append(ReviewRequest.model_validate_json(request))
-                    elif old == "decided":
-                        decided.append(review_id)
-                    continue
-                if old == "decided" and settled:
-                    c.execute("UPDATE hitl_reviews SET status = 'applied', applied_at = %s WHERE thread_id = %s AND "
-                              "review_id = %s", (now, thread_id, review_id))
-                    log.append(Event("applied", review_id))
-                elif old == "decided":
-                    decided.append(review_id)
-                elif old == "pending":
-                    new_status = "cancelled" if outcome == "cancelled" else "superseded"
-                    c.execute("UPDATE hitl_reviews SET status = %s WHERE thread_id = %s AND review_id = %s",
-                              (new_status, thread_id, review_id))
-                    log.append(Event(f"review_{new_status}", review_id))
-            for review, checkpoint_id in pending:
-                if review.review_id in known:
-                    continue
-                added.append(review)
+            plan = plan_sync(known, pending, status=status, outcome=outcome, events=events)
+            for rid in plan.applied:
+                c.execute("UPDATE hitl_reviews SET status = 'applied', applied_at = %s WHERE thread_id = %s AND "
+                          "review_id = %s", (now, thread_id, rid))
+            for rid, new_status in plan.closed:
+                c.execute("UPDATE hitl_reviews SET status = %s WHERE thread_id = %s AND review_id = %s",
+                          (new_status, thread_id, rid))
+            for r, ck in plan.added:
                 c.execute(
                     "INSERT INTO hitl_reviews (thread_id, review_id, workflow, status, checkpoint_id, request, created_at, "
                     "deadline, required_role) VALUES (%s, %s, %s, 'pending', %s, %s, %s, %s, %s)",
-                    (thread_id, review.review_id, review.workflow, checkpoint_id, review.model_dump_json(),
-                     review.created_at.timestamp(), review.deadline.timestamp() if review.deadline else None,
-                     review.required_role),
+                    (thread_id, r.review_id, r.workflow, ck, r.model_dump_json(), r.created_at.timestamp(),
+                     r.deadline.timestamp() if r.deadline else None, r.required_role),
                 )
-                log.append(Event("review_requested", review.review_id, data={
-                    "node": review.node, "kind": review.kind, "position": review.position, "title": review.title,
-                    "payload": review.payload, "payload_hash": review.payload_hash,
-                    "required_role": review.required_role,
-                    "deadline": review.deadline.isoformat() if review.deadline else None,
-                }))
             got = c.execute(f"SELECT {_THREAD} FROM hitl_threads WHERE thread_id = %s FOR UPDATE", (thread_id,)).fetchone()
             if got is None:
                 raise UnknownThreadError(f"thread {thread_id!r} does not exist")
             prev = ThreadRow(**got)
             c.execute("UPDATE hitl_threads SET status = %s, outcome = %s, error = %s, owner = NULL, lease_until = NULL, "
                       "updated_at = %s WHERE thread_id = %s", (status, outcome, error, now, thread_id))
-            if (prev.status, prev.outcome) != (status, outcome) and status in ("done", "failed"):
-                log.append(Event("failed" if status == "failed" else (outcome or "completed"),
-                                 data={"error": error} if error else None))
-            self._append(c, thread_id, log, now)
-        row = replace(prev, status=status, outcome=outcome, error=error, owner=None, lease_until=None, updated_at=now)
-        return Synced(added=added, thread=row, decided=decided,
-                      pending=[*open_reviews, *sorted(added, key=lambda r: (r.created_at, r.review_id))])
+            self._append(c, thread_id, [*plan.events, *ended(prev.status, prev.outcome, status, outcome, error)], now)
+        return synced(plan, replace(prev, status=status, outcome=outcome, error=error, owner=None, lease_until=None,
+                                    updated_at=now))
 
     def threads_with_decided_reviews(self) -> list[str]:
         return [r["thread_id"] for r in self._read(

@@ -2,6 +2,7 @@
 
 from hitl_graphs.storage.sqlite.saver import DEFER_KEY, HitlSqliteSaver
 from hitl_graphs.storage.sqlite.schema import SCHEMA_VERSION
-from hitl_graphs.storage.sqlite.store import DB_ENV, DEFAULT_DB, SqliteStore, default_db_path
+from hitl_graphs.locations import DB_ENV, DEFAULT_DB, default_db_path
+from hitl_graphs.storage.sqlite.store import SqliteStore
 
 __all__ = ["DB_ENV", "DEFAULT_DB", "DEFER_KEY", "SCHEMA_VERSION", "HitlSqliteSaver", "SqliteStore", "default_db_path"]

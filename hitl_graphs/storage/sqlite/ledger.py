@@ -38,6 +38,7 @@ from hitl_graphs.errors import (
 )
 from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStatus
 from hitl_graphs.storage.base import NewThread, ReviewRow, Synced, ThreadRow
+from hitl_graphs.storage.syncing import ended, plan_sync, synced
 from hitl_graphs.storage.sqlite.audit import append
 from hitl_graphs.storage.sqlite.connection import write_pending, write_transaction
 from hitl_graphs.storage.sqlite.liveness import RunMarks
@@ -256,12 +257,6 @@ class SqliteLedger:
         now stands, so the caller needs no second read.
         """
         now = time.time()
-        waiting = {r.review_id for r, _ in pending}
-        settled = status in ("paused", "done")
-        log = list(events)
-        added: list[ReviewRequest] = []
-        open_reviews: list[ReviewRequest] = []
-        decided: list[str] = []
         with self._tx(pending_first=new is None) as c:
             if new is not None:
                 self._insert_thread(c, thread_id, new, None, None, now)
@@ -269,45 +264,17 @@ class SqliteLedger:
             known = {rid: (st, req) for rid, st, req in c.execute(
                 "SELECT review_id, status, request FROM hitl_reviews WHERE thread_id = ? ORDER BY created_at, review_id",
                 (thread_id,)).fetchall()}
-            for review_id, (old, request) in known.items():
-                if review_id in waiting:
-                    if old == "pending":
-                        open_reviews.append(ReviewRequest.model_validate_json(request))
-                    elif old == "decided":
-                        decided.append(review_id)
-                    continue
-                if old == "decided" and settled:
-                    c.execute(
-                        "UPDATE hitl_reviews SET status = 'applied', applied_at = ? WHERE thread_id = ? AND review_id = ?",
-                        (now, thread_id, review_id),
-                    )
-                    log.append(Event("applied", review_id))
-                elif old == "decided":
-                    decided.append(review_id)
-                elif old == "pending":
-                    new_status = "cancelled" if outcome == "cancelled" else "superseded"
-                    c.execute(
-                        "UPDATE hitl_reviews SET status = ? WHERE thread_id = ? AND review_id = ?",
-                        (new_status, thread_id, review_id),
-                    )
-                    log.append(Event(f"review_{new_status}", review_id))
-            for review, checkpoint_id in pending:
-                if review.review_id in known:
-                    continue
-                added.append(review)
-                c.execute(
-                    "INSERT INTO hitl_reviews (thread_id, review_id, workflow, status, checkpoint_id, request, created_at, "
-                    "deadline, required_role) VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?)",
-                    (thread_id, review.review_id, review.workflow, checkpoint_id, review.model_dump_json(),
-                     review.created_at.timestamp(), review.deadline.timestamp() if review.deadline else None,
-                     review.required_role),
-                )
-                log.append(Event("review_requested", review.review_id, data={
-                    "node": review.node, "kind": review.kind, "position": review.position, "title": review.title,
-                    "payload": review.payload, "payload_hash": review.payload_hash,
-                    "required_role": review.required_role,
-                    "deadline": review.deadline.isoformat() if review.deadline else None,
-                }))
+            plan = plan_sync(known, pending, status=status, outcome=outcome, events=events)
+            c.executemany("UPDATE hitl_reviews SET status = 'applied', applied_at = ? WHERE thread_id = ? AND review_id = ?",
+                          [(now, thread_id, rid) for rid in plan.applied])
+            c.executemany("UPDATE hitl_reviews SET status = ? WHERE thread_id = ? AND review_id = ?",
+                          [(st, thread_id, rid) for rid, st in plan.closed])
+            c.executemany(
+                "INSERT INTO hitl_reviews (thread_id, review_id, workflow, status, checkpoint_id, request, created_at, "
+                "deadline, required_role) VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?)",
+                [(thread_id, r.review_id, r.workflow, ck, r.model_dump_json(), r.created_at.timestamp(),
+                  r.deadline.timestamp() if r.deadline else None, r.required_role) for r, ck in plan.added],
+            )
             got = c.execute("SELECT * FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone()
             if got is None:
                 raise UnknownThreadError(f"thread {thread_id!r} does not exist")
@@ -317,13 +284,9 @@ class SqliteLedger:
                 "updated_at = ? WHERE thread_id = ?",
                 (status, outcome, error, now, thread_id),
             )
-            if (prev.status, prev.outcome) != (status, outcome) and status in ("done", "failed"):
-                log.append(Event("failed" if status == "failed" else (outcome or "completed"),
-                                 data={"error": error} if error else None))
-            append(c, thread_id, log, now)
-        row = replace(prev, status=status, outcome=outcome, error=error, owner=None, lease_until=None, updated_at=now)
-        return Synced(added=added, thread=row, decided=decided,
-                      pending=[*open_reviews, *sorted(added, key=lambda r: (r.created_at, r.review_id))])
+            append(c, thread_id, [*plan.events, *ended(prev.status, prev.outcome, status, outcome, error)], now)
+        return synced(plan, replace(prev, status=status, outcome=outcome, error=error, owner=None, lease_until=None,
+                                    updated_at=now))
 
     def threads_with_decided_reviews(self) -> list[str]:
         """Thread ids holding a decision not applied yet (uses the partial index of those)."""

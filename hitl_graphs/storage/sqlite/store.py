@@ -14,7 +14,7 @@ from typing import cast
 
 from hitl_graphs.audit import key_from_env
 from hitl_graphs.errors import ConfigError, DatabaseBusyError
-from hitl_graphs.locations import DB_ENV, DEFAULT_DB, default_db_path
+from hitl_graphs.locations import default_db_path
 from hitl_graphs.serde import GuardedSerializer
 from hitl_graphs.storage.sqlite.audit import SqliteAudit
 from hitl_graphs.storage.sqlite.connection import HitlConnection, Synchronous, busy_message, is_busy, busy_as_error
