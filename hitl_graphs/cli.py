@@ -27,6 +27,7 @@ import typer
 from rich.console import Console
 from rich.json import JSON
 
+from hitl_graphs.cli_ops import register_ops
 from hitl_graphs.examples import register_examples
 from hitl_graphs.decisions import Approve, Decision, Escalate, Modify, Reject, Respond
 from hitl_graphs import _started
@@ -36,7 +37,7 @@ from hitl_graphs.render import render_review
 from hitl_graphs.review_refs import review_ref
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
 from hitl_graphs.runner import Runner
-from hitl_graphs.locations import DB_ENV, default_db_path, missing_database
+from hitl_graphs.locations import DB_ENV, default_location, missing_database
 
 app = typer.Typer(
     name="hitl",
@@ -49,7 +50,7 @@ out = Console(highlight=False, soft_wrap=True)
 
 
 class _Opts:
-    db: Path | None = None
+    db: str | None = None
     started: float | None = None
     """When the `hitl` process started (set by `main`); None when the app is invoked in-process."""
     invoked_at: float = 0.0
@@ -68,13 +69,15 @@ RoleOpt = Annotated[
 SeenOpt = Annotated[str | None, typer.Option("--seen", help="The payload hash you reviewed; refused if the review changed since.")]
 VerifyOpt = Annotated[str | None, typer.Option("--verify", help="The verification phrase a verify-level review asks for.")]
 CommentOpt = Annotated[str | None, typer.Option("--comment", help="A note kept in the history.")]
+DeferOpt = Annotated[bool, typer.Option(
+    "--defer", help="Record the decision and return at once; a worker (`hitl worker`) runs the thread on.")]
 
 
 @app.callback()
 def _main(
-    db: Annotated[Path | None, typer.Option(
-        "--db", help="SQLite file (default: $HITL_DB, else checkpoints/hitl.sqlite in the project root: the nearest folder "
-                     "up from here with a pyproject.toml or .git). Only run, demo and init create it.")] = None,
+    db: Annotated[str | None, typer.Option(
+        "--db", help="SQLite file or postgresql:// URL (default: $HITL_DB, else checkpoints/hitl.sqlite in the project root: "
+                     "the nearest folder up from here with a pyproject.toml or .git). Only run, demo and init create a file.")] = None,
     app_module: Annotated[
         str | None, typer.Option("--app", help="Import this module first, to register your own workflows (or $HITL_APP).")
     ] = None,
@@ -103,7 +106,7 @@ def _guard(fn: Callable[[], Any]) -> Any:
 def _runner(*, create: bool = False) -> Iterator[Runner]:
     """The runner on the database; only commands that start threads (`create`) may create it:
     the others refuse a path that does not exist, so a typo is not a new, empty database."""
-    path = str(_opts.db) if _opts.db else str(default_db_path())
+    path = _opts.db or default_location()
     if not create:
         source = "--db" if _opts.db else "$HITL_DB" if os.environ.get(DB_ENV) else "the default, in the project root"
         if (missing := missing_database(path, source)) is not None:
@@ -222,7 +225,8 @@ def run(
 def init() -> None:
     """Create the database (--db, $HITL_DB or the default) if it does not exist; the commands that read or decide refuse a missing one."""
     with _runner(create=True) as runner:
-        typer.echo(f"database ready at {Path(runner.store.path).resolve()}")
+        where = runner.store.location
+        typer.echo(f"database ready at {where if '://' in where else Path(where).resolve()}")
 
 
 @app.command()
@@ -284,11 +288,13 @@ def _history_line(e: HistoryEntry) -> str:
     return f"{e.at.strftime('%Y-%m-%d %H:%M:%S')}  {e.event}{review}{who}{extra}"
 
 
-def _decide(thread: str, decision: Decision, review: str | None, as_json: bool, roles: list[str] | None = None) -> None:
+def _decide(thread: str, decision: Decision, review: str | None, as_json: bool, roles: list[str] | None = None,
+            defer: bool = False) -> None:
     with _runner() as runner:
         if review is None:
             review = _pin(runner, thread)
-        _emit_view(runner.resume(thread, decision, review_id=review, roles=_roles(roles)), as_json)
+        act = runner.decide if defer else runner.resume  # --defer: a worker runs the thread on
+        _emit_view(act(thread, decision, review_id=review, roles=_roles(roles)), as_json)
 
 
 @app.command()
@@ -300,10 +306,11 @@ def approve(
     verify: VerifyOpt = None,
     role: RoleOpt = None,
     seen: SeenOpt = None,
+    defer: DeferOpt = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Approve the pending review; the thread runs to its next review or its end."""
-    _decide(thread, Approve(actor=_actor(actor), comment=comment, verification=verify, seen=seen), review, as_json, role)
+    _decide(thread, Approve(actor=_actor(actor), comment=comment, verification=verify, seen=seen), review, as_json, role, defer)
 
 
 @app.command()
@@ -316,6 +323,7 @@ def modify(
     verify: VerifyOpt = None,
     role: RoleOpt = None,
     seen: SeenOpt = None,
+    defer: DeferOpt = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Approve with edits: the patch is checked against the review and the state's types first.
@@ -325,7 +333,7 @@ def modify(
     values = _json_arg(patch, "--patch")
     if not values:
         _fail("--patch is empty; name at least one field to change")
-    _decide(thread, Modify(patch=values, actor=_actor(actor), comment=comment, verification=verify, seen=seen), review, as_json, role)
+    _decide(thread, Modify(patch=values, actor=_actor(actor), comment=comment, verification=verify, seen=seen), review, as_json, role, defer)
 
 
 @app.command()
@@ -337,10 +345,11 @@ def reject(
     comment: CommentOpt = None,
     role: RoleOpt = None,
     seen: SeenOpt = None,
+    defer: DeferOpt = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Reject the pending review; the workflow's rejection route runs, or the thread ends as rejected."""
-    _decide(thread, Reject(reason=reason, actor=_actor(actor), comment=comment, seen=seen), review, as_json, role)
+    _decide(thread, Reject(reason=reason, actor=_actor(actor), comment=comment, seen=seen), review, as_json, role, defer)
 
 
 @app.command()
@@ -352,10 +361,11 @@ def respond(
     comment: CommentOpt = None,
     role: RoleOpt = None,
     seen: SeenOpt = None,
+    defer: DeferOpt = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Reply in free text (conversation turns, redirecting the agent) where the review allows it."""
-    _decide(thread, Respond(text=text, actor=_actor(actor), comment=comment, seen=seen), review, as_json, role)
+    _decide(thread, Respond(text=text, actor=_actor(actor), comment=comment, seen=seen), review, as_json, role, defer)
 
 
 @app.command()
@@ -367,10 +377,11 @@ def escalate(
     comment: CommentOpt = None,
     role: RoleOpt = None,
     seen: SeenOpt = None,
+    defer: DeferOpt = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Hand the case one level up, where the review allows it."""
-    _decide(thread, Escalate(reason=reason, actor=_actor(actor), comment=comment, seen=seen), review, as_json, role)
+    _decide(thread, Escalate(reason=reason, actor=_actor(actor), comment=comment, seen=seen), review, as_json, role, defer)
 
 
 @app.command()
@@ -452,6 +463,8 @@ def sweep(
             return
         time.sleep(every)
 
+
+register_ops(app)  # `hitl db migrate`, `hitl worker`: hitl_graphs/cli_ops.py
 
 audit_app = typer.Typer(help="The tamper-evident audit log.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
@@ -641,7 +654,7 @@ def serve(
         from hitl_graphs.server import create_app
     except ImportError as exc:
         _fail(f"hitl serve needs the web extra ({exc.name} is missing): pip install 'hitl-graphs[web]'")
-    path = str(_opts.db) if _opts.db else str(default_db_path())
+    path = _opts.db or default_location()
     uvicorn.run(create_app(db=path), host=host, port=port, log_level="warning")
 
 

@@ -28,6 +28,7 @@ from hitl_graphs.storage.postgres.feedback import PostgresFeedback
 from hitl_graphs.storage.postgres.ledger import PostgresLedger
 from hitl_graphs.storage.postgres.liveness import LeaseMarks
 from hitl_graphs.storage.postgres.migrate import migrate
+from hitl_graphs.storage.postgres.queue import PostgresQueue
 from hitl_graphs.storage.postgres.saver import HitlPostgresSaver
 from hitl_graphs.storage.postgres.tokens import PostgresTokens
 
@@ -76,6 +77,7 @@ class PostgresStore(AbstractContextManager["PostgresStore"]):
         self.audit = PostgresAudit(self.pool, self.audit_key)
         self.feedback = PostgresFeedback(self.pool)
         self.tokens = PostgresTokens(self.pool)
+        self.queue = PostgresQueue(self.pool, url)
 
     def latest_checkpoint_id(self, thread_id: str) -> str | None:
         """The id of the thread's latest top-level checkpoint, None if it has none (nothing loaded)."""
@@ -85,7 +87,8 @@ class PostgresStore(AbstractContextManager["PostgresStore"]):
         return row["id"] if row else None
 
     def close(self) -> None:
-        """Close the pool's connections. Safe to call twice."""
+        """Close the pool's connections (and a worker's listening one). Safe to call twice."""
+        self.queue.close()
         self.pool.close()
 
     def __exit__(self, *exc: object) -> None:
