@@ -73,6 +73,10 @@ def test_the_cli_prints_the_same_json_on_sqlite_and_postgresql(db: str, pg_db_ur
     on_postgres = _normal(_script(pg_db_url), {})  # $HITL_DB=postgresql://...
     assert on_postgres == on_sqlite
     assert on_sqlite[-1][0]["score"] == 0.8 and on_sqlite[8]["refused"] == 1
+    with psycopg.connect(pg_db_url) as conn:  # on the server, not in a file named after the URL
+        rows = conn.execute("SELECT status, outcome FROM hitl_threads ORDER BY outcome").fetchall()
+    assert rows == [("done", "completed"), ("done", "completed"), ("done", "rejected")]
+    assert not (ROOT / "postgresql:").exists()
     # --db takes a URL as given (a path would fold its `//`)
     listed = subprocess.run([sys.executable, "-m", "hitl_graphs.cli", "--db", pg_db_url, "pending", "--json"],
                             capture_output=True, text=True, env=subprocess_env("/nonexistent.sqlite"), cwd=ROOT, timeout=60)
