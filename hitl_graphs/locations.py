@@ -56,6 +56,22 @@ def default_db_path() -> Path:
     return root / DEFAULT_DB if root is not None else DEFAULT_DB
 
 
+def default_location() -> str:
+    """Where a command or `Runner.open()` with no database named goes: `$HITL_DB` as given when it
+    is a server's URL (`postgresql://...`: a `Path` would fold its `//`), else `default_db_path()`.
+
+    Example:
+        >>> os.environ[DB_ENV] = "postgresql://hitl@db.internal:5432/hitl"
+        >>> default_location()
+        'postgresql://hitl@db.internal:5432/hitl'
+        >>> del os.environ[DB_ENV]
+    """
+    named = os.environ.get(DB_ENV)
+    if named and "://" in named:
+        return named
+    return str(default_db_path())
+
+
 def missing_database(path: str, source: str) -> str | None:
     """One line saying that `path` (named by `source`: `--db`, `$HITL_DB` or the default) does
     not exist and how to create it; None when it exists (or is `:memory:`, or a server's URL)."""

@@ -7,6 +7,9 @@ from hitl_graphs.commands import deciding
 from hitl_graphs.commands import operations
 from hitl_graphs.commands import serving
 from hitl_graphs.commands import notifying
+from hitl_graphs.commands.deploying import register_ops
 from hitl_graphs.commands._base import app
+
+register_ops(app)  # `hitl db migrate`, `hitl worker`
 
 __all__ = ["app", "deciding", "notifying", "operations", "serving", "threads"]

@@ -11,7 +11,6 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -21,7 +20,7 @@ from rich.json import JSON
 from hitl_graphs.decisions import Decision
 from hitl_graphs.errors import HitlError, StaleReviewError, ThreadBusyError
 from hitl_graphs.examples import register_examples
-from hitl_graphs.locations import DB_ENV, default_db_path, missing_database
+from hitl_graphs.locations import DB_ENV, default_location, missing_database
 from hitl_graphs.registry import load_app
 from hitl_graphs.render import render_review
 from hitl_graphs.review_refs import review_ref
@@ -39,7 +38,7 @@ out = Console(highlight=False, soft_wrap=True)
 
 
 class _Opts:
-    db: Path | None = None
+    db: str | None = None
     started: float | None = None
     """When the `hitl` process started (set by `main`); None when the app is invoked in-process."""
     invoked_at: float = 0.0
@@ -58,13 +57,15 @@ RoleOpt = Annotated[
 SeenOpt = Annotated[str | None, typer.Option("--seen", help="The payload hash you reviewed; refused if the review changed since.")]
 VerifyOpt = Annotated[str | None, typer.Option("--verify", help="The verification phrase a verify-level review asks for.")]
 CommentOpt = Annotated[str | None, typer.Option("--comment", help="A note kept in the history.")]
+DeferOpt = Annotated[bool, typer.Option(
+    "--defer", help="Record the decision and return at once; a worker (`hitl worker`) runs the thread on.")]
 
 
 @app.callback()
 def _main(
-    db: Annotated[Path | None, typer.Option(
-        "--db", help="SQLite file (default: $HITL_DB, else checkpoints/hitl.sqlite in the project root: the nearest folder "
-                     "up from here with a pyproject.toml or .git). Only run, demo and init create it.")] = None,
+    db: Annotated[str | None, typer.Option(
+        "--db", help="SQLite file or postgresql:// URL (default: $HITL_DB, else checkpoints/hitl.sqlite in the project root: "
+                     "the nearest folder up from here with a pyproject.toml or .git). Only run, demo and init create a file.")] = None,
     app_module: Annotated[
         str | None, typer.Option("--app", help="Import this module first, to register your own workflows (or $HITL_APP).")
     ] = None,
@@ -93,7 +94,7 @@ def guard(fn: Callable[[], Any]) -> Any:
 def open_runner(*, create: bool = False) -> Iterator[Runner]:
     """The runner on the database; only commands that start threads (`create`) may create it:
     the others refuse a path that does not exist, so a typo is not a new, empty database."""
-    path = str(opts.db) if opts.db else str(default_db_path())
+    path = opts.db or default_location()
     if not create:
         source = "--db" if opts.db else "$HITL_DB" if os.environ.get(DB_ENV) else "the default, in the project root"
         if (missing := missing_database(path, source)) is not None:
@@ -192,8 +193,10 @@ def emit_view(view: ThreadView, as_json: bool) -> None:
     print_json(view_json(view)) if as_json else print_view(view)
 
 
-def decide(thread: str, decision: Decision, review: str | None, as_json: bool, roles: list[str] | None = None) -> None:
+def decide(thread: str, decision: Decision, review: str | None, as_json: bool, roles: list[str] | None = None,
+           defer: bool = False) -> None:
     with open_runner() as runner:
         if review is None:
             review = pin(runner, thread)
-        emit_view(runner.resume(thread, decision, review_id=review, roles=roles_of(roles)), as_json)
+        act = runner.decide if defer else runner.resume  # --defer: a worker runs the thread on
+        emit_view(act(thread, decision, review_id=review, roles=roles_of(roles)), as_json)

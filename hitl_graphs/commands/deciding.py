@@ -10,6 +10,7 @@ import typer
 from hitl_graphs.commands._base import (
     ActorOpt,
     CommentOpt,
+    DeferOpt,
     JsonFlag,
     ReviewOpt,
     RoleOpt,
@@ -37,10 +38,11 @@ def approve(
     verify: VerifyOpt = None,
     role: RoleOpt = None,
     seen: SeenOpt = None,
+    defer: DeferOpt = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Approve the pending review; the thread runs to its next review or its end."""
-    decide(thread, Approve(actor=actor_of(actor), comment=comment, verification=verify, seen=seen), review, as_json, role)
+    decide(thread, Approve(actor=actor_of(actor), comment=comment, verification=verify, seen=seen), review, as_json, role, defer)
 
 
 @app.command()
@@ -53,6 +55,7 @@ def modify(
     verify: VerifyOpt = None,
     role: RoleOpt = None,
     seen: SeenOpt = None,
+    defer: DeferOpt = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Approve with edits: the patch is checked against the review and the state's types first.
@@ -62,7 +65,7 @@ def modify(
     values = json_arg(patch, "--patch")
     if not values:
         fail("--patch is empty; name at least one field to change")
-    decide(thread, Modify(patch=values, actor=actor_of(actor), comment=comment, verification=verify, seen=seen), review, as_json, role)
+    decide(thread, Modify(patch=values, actor=actor_of(actor), comment=comment, verification=verify, seen=seen), review, as_json, role, defer)
 
 
 @app.command()
@@ -74,10 +77,11 @@ def reject(
     comment: CommentOpt = None,
     role: RoleOpt = None,
     seen: SeenOpt = None,
+    defer: DeferOpt = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Reject the pending review; the workflow's rejection route runs, or the thread ends as rejected."""
-    decide(thread, Reject(reason=reason, actor=actor_of(actor), comment=comment, seen=seen), review, as_json, role)
+    decide(thread, Reject(reason=reason, actor=actor_of(actor), comment=comment, seen=seen), review, as_json, role, defer)
 
 
 @app.command()
@@ -89,10 +93,11 @@ def respond(
     comment: CommentOpt = None,
     role: RoleOpt = None,
     seen: SeenOpt = None,
+    defer: DeferOpt = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Reply in free text (conversation turns, redirecting the agent) where the review allows it."""
-    decide(thread, Respond(text=text, actor=actor_of(actor), comment=comment, seen=seen), review, as_json, role)
+    decide(thread, Respond(text=text, actor=actor_of(actor), comment=comment, seen=seen), review, as_json, role, defer)
 
 
 @app.command()
@@ -104,10 +109,11 @@ def escalate(
     comment: CommentOpt = None,
     role: RoleOpt = None,
     seen: SeenOpt = None,
+    defer: DeferOpt = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Hand the case one level up, where the review allows it."""
-    decide(thread, Escalate(reason=reason, actor=actor_of(actor), comment=comment, seen=seen), review, as_json, role)
+    decide(thread, Escalate(reason=reason, actor=actor_of(actor), comment=comment, seen=seen), review, as_json, role, defer)
 
 
 @app.command()

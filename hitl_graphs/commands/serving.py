@@ -16,7 +16,7 @@ from hitl_graphs.commands._base import (
     out,
     print_json,
 )
-from hitl_graphs.locations import default_db_path
+from hitl_graphs.locations import default_location
 
 token_app = typer.Typer(help="API tokens for `hitl serve`: who a request speaks for.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
@@ -75,5 +75,5 @@ def serve(
         from hitl_graphs.server import create_app
     except ImportError as exc:
         fail(f"hitl serve needs the web extra ({exc.name} is missing): pip install 'hitl-graphs[web]'")
-    path = str(opts.db) if opts.db else str(default_db_path())
+    path = opts.db or default_location()
     uvicorn.run(create_app(db=path), host=host, port=port, log_level="warning")

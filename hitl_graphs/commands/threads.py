@@ -43,7 +43,8 @@ def run(
 def init() -> None:
     """Create the database (--db, $HITL_DB or the default) if it does not exist; the commands that read or decide refuse a missing one."""
     with open_runner(create=True) as runner:
-        typer.echo(f"database ready at {Path(runner.store.path).resolve()}")
+        where = runner.store.location
+        typer.echo(f"database ready at {where if '://' in where else Path(where).resolve()}")
 
 
 @app.command()

@@ -62,20 +62,20 @@ if TYPE_CHECKING:
 class DecideFlows:
     """A person's decision: admitted against what is pending, claimed once, applied. (A part of `Runner`.)"""
 
-    def _resume(self: Runner, thread_id: str, raw: Decision | Mapping[str, Any] | str, review_id: str | None, roles: tuple[str, ...]
-    ) -> Flow[ThreadView]:
+    def _resume(self: Runner, thread_id: str, raw: Decision | Mapping[str, Any] | str, review_id: str | None, roles: tuple[str, ...],
+                defer: bool = False) -> Flow[ThreadView]:
         asked_at = time.time()
         decision = parse_decision(raw)
         row = yield from self._thread(thread_id)
         try:
-            return (yield from self._decide(row, decision, review_id, roles, asked_at))
+            return (yield from self._decide(row, decision, review_id, roles, asked_at, defer))
         except (DecisionError, NoPendingReviewError, ThreadBusyError) as exc:
             refused = Event("refused", review_id, decision.actor, {"kind": decision.kind, "error": str(exc)})
             yield from call(self.ledger.add_events, thread_id, [refused])
             raise
 
-    def _decide(self: Runner, row: ThreadRow, decision: Decision, review_id: str | None, roles: tuple[str, ...], asked_at: float
-    ) -> Flow[ThreadView]:
+    def _decide(self: Runner, row: ThreadRow, decision: Decision, review_id: str | None, roles: tuple[str, ...], asked_at: float,
+                defer: bool = False) -> Flow[ThreadView]:
         thread_id = row.thread_id
         wf = self.workflow(row.workflow)
         graph = self.graph(row.workflow)
@@ -108,6 +108,8 @@ class DecideFlows:
         with self.store.marks.hold() as owner:
             yield from call(self.ledger.claim, thread_id, review.review_id, decision_to_json(clean), owner=owner,
                             lease_until=time.time() + self.lease, record=replaced_values(clean, review.request, values))
+            if defer:  # recorded, not run: the ledger notes the thread paused with a decision, which a worker takes
+                return (yield from self._settle(wf, graph, thread_id, outcome_if_done="completed"))
             return (yield from self._apply(wf, graph, thread_id, review, clean))
 
     def _check_still_pending(self: Runner, wf: Workflow, graph: Graph, row: ThreadRow, review: ReviewRow) -> Flow[Any]:

@@ -83,36 +83,40 @@ class RecoverFlows:
             attempts: int = yield from call(self.ledger.recover_attempts, thread_id)
             if attempts >= self.max_attempts:
                 return None  # left for a person: `hitl show` says so, `hitl retry` tries again
-        wf, graph = self.workflow(row.workflow), self.graph(row.workflow)
         with self.store.marks.hold() as owner:
             if not (yield from self._take(thread_id, owner)):
                 return None  # another process is recovering it right now
-            reviews: list[ReviewRow] = yield from call(self.ledger.reviews, thread_id, ("decided",))
-            review = reviews[0] if reviews else None
-            pause = yield from self._read(wf, graph, thread_id)
-            outcome = outcome_of(review) if review is not None else "completed"
-            about: dict[str, Any] = {}
-            input: Any = None
-            if review is not None and review.review_id in {r.review_id for r in pause.reviews}:
-                about = {"apply": review.review_id}
-            elif pause.stalled_at:
-                about = {"stalled_at": list(pause.stalled_at)}
-            elif pause.error:
-                about = {"retry": pause.error}
-            elif review is None and pause.checkpoint_id is None:
-                input = yield from call(self.ledger.started_input, thread_id)
-                about = {"from": "input"}
-            if "apply" in about and review is not None:
-                recorded = yield from call(self.store.audit.recorded_decision, thread_id, review.review_id)
-                if recorded is None or recorded != review.decision:
-                    return (yield from self._refuse_unaudited(thread_id, review, recorded))
-            if not about or (about.get("from") == "input" and input is None):
-                # nothing to run: the graph took the decision before the crash, or there is
-                # nothing to run again; only the ledger had not heard where the thread stands
-                return (yield from self._settle(wf, graph, thread_id, outcome_if_done=outcome, pause=pause))
-            recovering = Event("recovering", review.review_id if review else None, data=about)
-            yield from call(self.ledger.add_events, thread_id, [recovering])
-            if "apply" in about:
-                assert review is not None
-                return (yield from self._apply(wf, graph, thread_id, review, parse_decision(review.decision or {})))
-            return (yield from self._run(wf, graph, thread_id, input, outcome_if_done=outcome))
+            return (yield from self._recover_taken(thread_id, row.workflow))
+
+    def _recover_taken(self: Runner, thread_id: str, workflow: str) -> Flow[ThreadView]:
+        """`_recover_one` on a thread this run has taken (`take_thread`, or a worker's `take_decided`)."""
+        wf, graph = self.workflow(workflow), self.graph(workflow)
+        reviews: list[ReviewRow] = yield from call(self.ledger.reviews, thread_id, ("decided",))
+        review = reviews[0] if reviews else None
+        pause = yield from self._read(wf, graph, thread_id)
+        outcome = outcome_of(review) if review is not None else "completed"
+        about: dict[str, Any] = {}
+        input: Any = None
+        if review is not None and review.review_id in {r.review_id for r in pause.reviews}:
+            about = {"apply": review.review_id}
+        elif pause.stalled_at:
+            about = {"stalled_at": list(pause.stalled_at)}
+        elif pause.error:
+            about = {"retry": pause.error}
+        elif review is None and pause.checkpoint_id is None:
+            input = yield from call(self.ledger.started_input, thread_id)
+            about = {"from": "input"}
+        if "apply" in about and review is not None:
+            recorded = yield from call(self.store.audit.recorded_decision, thread_id, review.review_id)
+            if recorded is None or recorded != review.decision:
+                return (yield from self._refuse_unaudited(thread_id, review, recorded))
+        if not about or (about.get("from") == "input" and input is None):
+            # nothing to run: the graph took the decision before the crash, or there is
+            # nothing to run again; only the ledger had not heard where the thread stands
+            return (yield from self._settle(wf, graph, thread_id, outcome_if_done=outcome, pause=pause))
+        recovering = Event("recovering", review.review_id if review else None, data=about)
+        yield from call(self.ledger.add_events, thread_id, [recovering])
+        if "apply" in about:
+            assert review is not None
+            return (yield from self._apply(wf, graph, thread_id, review, parse_decision(review.decision or {})))
+        return (yield from self._run(wf, graph, thread_id, input, outcome_if_done=outcome))

@@ -55,6 +55,7 @@ from hitl_graphs.runtime.recovering import RecoverFlows
 from hitl_graphs.runtime.running import RunFlows
 from hitl_graphs.runtime.savers import not_a_store
 from hitl_graphs.runtime.streaming import StreamMethods
+from hitl_graphs.runtime.working import WorkFlows
 from hitl_graphs.runtime.support import (
     Graph,
 )
@@ -64,7 +65,7 @@ from hitl_graphs.workers import Pools
 from hitl_graphs.workers import install as install_workers
 
 
-class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows, StreamMethods, AdoptFlows):
+class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows, StreamMethods, AdoptFlows, WorkFlows):
     """Run registered workflows on one database and answer their reviews.
 
     Args:

@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 from hitl_graphs.errors import ConfigError
+from hitl_graphs.locations import default_location
 from hitl_graphs.storage.base import (
     AuditStore,
     DeliveryRow,
@@ -26,6 +27,7 @@ from hitl_graphs.storage.base import (
     TokenStore,
     WebhookRow,
     WebhookStore,
+    WorkQueue,
 )
 from hitl_graphs.storage.sqlite import DB_ENV, HitlSqliteSaver, SqliteStore, default_db_path
 
@@ -46,15 +48,41 @@ def open_store(location: str | os.PathLike[str] | None = None, **options: Any) -
     Raises:
         ConfigError: a URL of a database this release cannot open.
     """
-    text = os.fspath(location) if location is not None else None
-    if text is not None and text.startswith(POSTGRES_SCHEMES):
+    text = os.fspath(location) if location is not None else default_location()
+    if text.startswith(POSTGRES_SCHEMES):
         from hitl_graphs.storage.postgres import PostgresStore  # needs the postgres extra
 
         return PostgresStore(text, **options)
-    if text is not None and "://" in text:
+    if "://" in text:
         scheme = text.split("://", 1)[0]
         raise ConfigError(f"cannot open {scheme}:// databases: pass a SQLite file path or a postgresql:// URL")
     return SqliteStore(text, **options)
+
+
+def migrate(location: str | os.PathLike[str] | None = None) -> None:
+    """Create or upgrade the schema at `location` (as `open_store` reads it), then close: what
+    `hitl db migrate` runs, and what a worker or server may run at its start. Safe from many
+    processes at once on either store (PostgreSQL: under an advisory lock taken by polling, see
+    `hitl_graphs.storage.postgres.migrate`; SQLite: under its write lock). A no-op when up to date.
+
+    Example:
+        >>> import tempfile, os
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     migrate(os.path.join(tmp, "hitl.sqlite"))
+        ...     os.path.exists(os.path.join(tmp, "hitl.sqlite"))
+        True
+
+    Raises:
+        SchemaVersionError: the database was written by a newer hitl_graphs (nothing changed).
+        StorageError: the server cannot be reached.
+    """
+    text = os.fspath(location) if location is not None else default_location()
+    if text.startswith(POSTGRES_SCHEMES):
+        from hitl_graphs.storage.postgres import migrate as migrate_postgres  # needs the postgres extra
+
+        migrate_postgres(text)
+        return
+    open_store(text).close()  # opening a file brings its schema up to date
 
 
 __all__ = [
@@ -76,6 +104,8 @@ __all__ = [
     "TokenStore",
     "WebhookRow",
     "WebhookStore",
+    "WorkQueue",
     "default_db_path",
+    "migrate",
     "open_store",
 ]

@@ -30,7 +30,8 @@ from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStat
 
 DEFER_KEY = "__hitl_defer"
 """In a run's `configurable`: a store whose saver can may keep the run's checkpoints for its next
-commit (the ledger's record of where the run stopped), so both commit together. Others ignore it."""
+commit (the ledger's record of where the run stopped), so both commit together. Others ignore it;
+a saver says which it is with `commits_with_ledger` (absent: False)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,6 +344,35 @@ class WebhookStore(Protocol):
         ...
 
 
+class WorkQueue(Protocol):
+    """Where a worker (`Runner.work`, `hitl worker`) takes its work: decisions recorded without
+    running the graph on (`Runner.decide`), and threads a crashed run left holding a decision.
+
+    Taking is exactly-once: two workers never take the same thread while either holds it (on
+    PostgreSQL `FOR UPDATE SKIP LOCKED`, so they take different threads without waiting on each
+    other; on SQLite under the one write lock). `wait` is how an idle worker sleeps: until the
+    ledger announces work (PostgreSQL `LISTEN/NOTIFY`) or the timeout (SQLite: it polls).
+    """
+
+    announces: bool
+    """Whether `wait` wakes when work arrives (PostgreSQL); else a worker polls (SQLite)."""
+
+    def take_decided(self, *, owner: str, lease: float, workflows: Sequence[str] | None = None) -> str | None:
+        """Mark one thread that holds a decision no live run is applying as run by `owner` for
+        `lease` seconds (on the database's clock where it has one), and return its id; None when
+        there is none. With `workflows`, only threads of those workflows (the worker can run them)."""
+        ...
+
+    def next_deadline(self) -> float | None:
+        """The earliest deadline of a pending review (seconds since the epoch), None if none."""
+        ...
+
+    def wait(self, timeout: float) -> bool:
+        """Block until work may have arrived or `timeout` seconds passed; True if woken by the
+        database. The first call starts listening, so call `wait(0)` before the first look."""
+        ...
+
+
 class Store(Protocol):
     """An open database: LangGraph's saver and our tables, behind one boundary.
 
@@ -358,6 +388,7 @@ class Store(Protocol):
     tokens: TokenStore
     webhooks: WebhookStore
     marks: Liveness
+    queue: WorkQueue
 
     def latest_checkpoint_id(self, thread_id: str) -> str | None:
         """The id of the thread's latest checkpoint (top level), None if it has none: cheap."""

@@ -11,6 +11,13 @@ The same promises as SQLite's ledger (`hitl_graphs.storage.base.LedgerStore`; th
 - A thread is taken with `SELECT ... FOR UPDATE` on its row, so two runs cannot both take it.
 - Rows are locked in one order (reviews, then the thread, then the audit head) so that
   transactions wait for each other rather than deadlock.
+- Leases are written and compared on the database's clock (`queue.DB_NOW`), not the worker's:
+  the runtime passes `lease_until` on its own clock, and only the length (`lease_until - now`)
+  is kept, added to the server's `clock_timestamp()`. Machines whose clocks disagree by minutes
+  still agree on whose lease ran out.
+- A transaction that leaves a thread holding a decision nobody runs, or records a review with a
+  deadline, sends `NOTIFY hitl_work` (delivered at its commit): what wakes idle workers
+  (`queue.PostgresQueue.wait`).
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStat
 from hitl_graphs.storage.base import Liveness, NewThread, ReviewRow, Synced, ThreadRow
 from hitl_graphs.storage.syncing import ended, plan_sync, synced
 from hitl_graphs.storage.postgres.audit import append
+from hitl_graphs.storage.postgres.queue import CHANNEL, DB_NOW
 
 Conn = psycopg.Connection[DictRow]
 _THREAD = "thread_id, workflow, status, outcome, error, owner, lease_until, created_at, updated_at, started_by"
@@ -56,7 +64,14 @@ class PostgresLedger:
         self.key = key
 
     def alive(self, row: ThreadRow) -> bool:
-        return row.status == "running" and self.marks.alive(row.owner, row.lease_until, time.time())
+        if row.status != "running" or not row.owner:
+            return False
+        if self.marks.alive(row.owner, None, 0.0):  # a run of this process: known without asking
+            return True
+        return self.marks.alive(row.owner, row.lease_until, self._db_now())
+
+    def _db_now(self) -> float:
+        return float(self._read(f"SELECT {DB_NOW} AS now")[0]["now"])
 
     @contextmanager
     def _tx(self) -> Iterator[Conn]:
@@ -80,9 +95,9 @@ class PostgresLedger:
     def _insert_thread(self, c: Conn, thread_id: str, new: NewThread, owner: str | None, lease_until: float | None,
                        now: float) -> None:
         inserted = c.execute(
-            f"INSERT INTO hitl_threads ({_THREAD}) VALUES (%s, %s, 'running', NULL, NULL, %s, %s, %s, %s, %s) "
+            f"INSERT INTO hitl_threads ({_THREAD}) VALUES (%s, %s, 'running', NULL, NULL, %s, {DB_NOW} + %s, %s, %s, %s) "
             "ON CONFLICT (thread_id) DO NOTHING RETURNING thread_id",
-            (thread_id, new.workflow, owner, lease_until, now, now, new.started_by),
+            (thread_id, new.workflow, owner, _length(lease_until, now), now, now, new.started_by),
         ).fetchone()
         if inserted is None:
             row = c.execute("SELECT status FROM hitl_threads WHERE thread_id = %s", (thread_id,)).fetchone()
@@ -104,16 +119,18 @@ class PostgresLedger:
                 raise NoPendingReviewError(
                     f"thread {thread_id!r} is {row.status}{ended}, not {' or '.join(expect)}; nothing was changed"
                 )
-            c.execute("UPDATE hitl_threads SET status = 'running', owner = %s, lease_until = %s, updated_at = %s "
-                      "WHERE thread_id = %s", (owner, lease_until, now, thread_id))
+            c.execute(f"UPDATE hitl_threads SET status = 'running', owner = %s, lease_until = {DB_NOW} + %s, "
+                      "updated_at = %s WHERE thread_id = %s", (owner, _length(lease_until, now), now, thread_id))
             return row
 
     def _thread_for_update(self, c: Conn, thread_id: str, owner: str, now: float) -> ThreadRow:
-        got = c.execute(f"SELECT {_THREAD} FROM hitl_threads WHERE thread_id = %s FOR UPDATE", (thread_id,)).fetchone()
+        got = c.execute(f"SELECT {_THREAD}, {DB_NOW} AS db_now FROM hitl_threads WHERE thread_id = %s FOR UPDATE",
+                        (thread_id,)).fetchone()
         if got is None:
             raise UnknownThreadError(f"thread {thread_id!r} does not exist")
+        db_now = got.pop("db_now")
         row = ThreadRow(**got)
-        if row.status == "running" and row.owner != owner and self.marks.alive(row.owner, row.lease_until, now):
+        if row.status == "running" and row.owner != owner and self.marks.alive(row.owner, row.lease_until, db_now):
             raise ThreadBusyError(f"thread {thread_id!r} is being run by another process ({row.owner}); retry once it pauses")
         return row
 
@@ -133,8 +150,8 @@ class PostgresLedger:
             if won is None:
                 self._refuse(c, thread_id, review_id, by_deadline)
             self._thread_for_update(c, thread_id, owner, now)  # a live run holds it: the claim rolls back
-            c.execute("UPDATE hitl_threads SET status = 'running', owner = %s, lease_until = %s, updated_at = %s "
-                      "WHERE thread_id = %s", (owner, lease_until, now, thread_id))
+            c.execute(f"UPDATE hitl_threads SET status = 'running', owner = %s, lease_until = {DB_NOW} + %s, "
+                      "updated_at = %s WHERE thread_id = %s", (owner, _length(lease_until, now), now, thread_id))
             data = {**decision, **(record or {}), "by": "deadline" if by_deadline else "person"}
             self._append(c, thread_id, [Event("decided", review_id, decision.get("actor"), data)], now)
 
@@ -223,6 +240,8 @@ class PostgresLedger:
             c.execute("UPDATE hitl_threads SET status = %s, outcome = %s, error = %s, owner = NULL, lease_until = NULL, "
                       "updated_at = %s WHERE thread_id = %s", (status, outcome, error, now, thread_id))
             self._append(c, thread_id, [*plan.events, *ended(prev.status, prev.outcome, status, outcome, error)], now)
+            if (plan.decided and status == "paused") or any(r.deadline is not None for r, _ in plan.added):
+                c.execute("SELECT pg_notify(%s, %s)", (CHANNEL, thread_id))  # sent when this commits
         return synced(plan, replace(prev, status=status, outcome=outcome, error=error, owner=None, lease_until=None,
                                     updated_at=now))
 
@@ -286,6 +305,12 @@ class PostgresLedger:
         return [HistoryEntry(seq=r["seq"], thread_id=r["thread_id"], review_id=r["review_id"], event=r["event"],
                              actor=r["actor"], data=json.loads(r["data"]), at=datetime.fromtimestamp(r["at"], UTC))
                 for r in rows]
+
+
+def _length(lease_until: float | None, now: float) -> float | None:
+    """How long a lease the caller asked for (on its clock), to add to the database's clock
+    (NULL plus anything stays NULL: no lease)."""
+    return None if lease_until is None else max(lease_until - now, 0.0)
 
 
 def _review_row(r: DictRow) -> ReviewRow:

@@ -5,8 +5,19 @@ a server has no such file, and the processes sharing it may run on other machine
 this process is known exactly (it is in `held` for as long as it runs); a run of another process,
 here or on another host, is trusted until its lease (`lease_until`) runs out.
 
-Not yet here (issue 16): leases read from the database's clock rather than each worker's, and a
-per-run session advisory lock, which would tell a crashed worker on another machine at once.
+The lease is kept on the database's clock (the ledger adds its length to `clock_timestamp()` and
+compares with it, `PostgresLedger`), so a worker whose clock runs ahead cannot steal a live run.
+
+Why leases and not a session-level advisory lock per running thread (which the server drops the
+moment a crashed worker's connection closes): such a lock lives as long as one connection, so
+every run would hold a connection outside the pool for its whole length; a worker whose
+connection broke (a server restart, a network blip) would lose its locks while its run goes on,
+and another machine would start the same thread a second time; and a machine that vanishes
+without closing its TCP connection keeps its locks until the server's keepalive gives up (two
+hours by default), which is no faster than a lease. A lease is bounded on both sides: a crashed
+run's thread is taken over `Runner(lease=...)` seconds after it started at the latest (lower it for
+short runs: `hitl worker --lease 60`), and a live run is not taken over while its lease lasts
+(keep the lease longer than the longest run between two pauses).
 """
 
 from __future__ import annotations

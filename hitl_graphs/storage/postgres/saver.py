@@ -19,6 +19,12 @@ from langgraph.checkpoint.postgres import PostgresSaver
 class HitlPostgresSaver(PostgresSaver):
     """`PostgresSaver` with the async methods (the sync ones on a worker thread)."""
 
+    commits_with_ledger = False
+    """A run's checkpoints commit in the saver's own transactions, before the ledger's record of
+    where the run stopped: the runner records a thread's start first, so a crash between the two
+    leaves a thread the ledger knows as running, which `recover` settles from its checkpoint once
+    the run's lease ends (see the README, PostgreSQL)."""
+
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await asyncio.to_thread(self.get_tuple, config)
 

@@ -28,6 +28,7 @@ from hitl_graphs.storage.postgres.feedback import PostgresFeedback
 from hitl_graphs.storage.postgres.ledger import PostgresLedger
 from hitl_graphs.storage.postgres.liveness import LeaseMarks
 from hitl_graphs.storage.postgres.migrate import migrate
+from hitl_graphs.storage.postgres.queue import PostgresQueue
 from hitl_graphs.storage.postgres.saver import HitlPostgresSaver
 from hitl_graphs.storage.postgres.tokens import PostgresTokens
 from hitl_graphs.storage.postgres.webhooks import PostgresWebhooks
@@ -78,6 +79,7 @@ class PostgresStore(AbstractContextManager["PostgresStore"]):
         self.feedback = PostgresFeedback(self.pool)
         self.tokens = PostgresTokens(self.pool)
         self.webhooks = PostgresWebhooks(self.pool, self.marks)
+        self.queue = PostgresQueue(self.pool, url)
 
     def latest_checkpoint_id(self, thread_id: str) -> str | None:
         """The id of the thread's latest top-level checkpoint, None if it has none (nothing loaded)."""
@@ -87,7 +89,8 @@ class PostgresStore(AbstractContextManager["PostgresStore"]):
         return row["id"] if row else None
 
     def close(self) -> None:
-        """Close the pool's connections. Safe to call twice."""
+        """Close the pool's connections (and a worker's listening one). Safe to call twice."""
+        self.queue.close()
         self.pool.close()
 
     def __exit__(self, *exc: object) -> None:

@@ -86,6 +86,11 @@ class HitlSqliteSaver(SqliteSaver):
         if self._can_defer:
             cast(HitlConnection, conn).hitl_pending.append(self)
 
+    @property
+    def commits_with_ledger(self) -> bool:
+        """Whether a run's checkpoints can join the ledger's commit (`DEFER_KEY`): on our connection."""
+        return self._can_defer
+
     def _defers(self, config: RunnableConfig) -> bool:
         return self._can_defer and bool(config["configurable"].get(DEFER_KEY))
 

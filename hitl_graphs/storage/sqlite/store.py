@@ -22,6 +22,7 @@ from hitl_graphs.storage.sqlite.effects import SqliteEffects
 from hitl_graphs.storage.sqlite.feedback import SqliteFeedback
 from hitl_graphs.storage.sqlite.ledger import SqliteLedger
 from hitl_graphs.storage.sqlite.liveness import RunMarks
+from hitl_graphs.storage.sqlite.queue import SqliteQueue
 from hitl_graphs.storage.sqlite.saver import HitlSqliteSaver
 from hitl_graphs.storage.sqlite.schema import ensure_schema
 from hitl_graphs.storage.sqlite.tokens import SqliteTokens
@@ -90,6 +91,7 @@ class SqliteStore(AbstractContextManager["SqliteStore"]):
             self.feedback = SqliteFeedback(self.conn, self.lock)
             self.tokens = SqliteTokens(self.conn, self.lock)
             self.webhooks = SqliteWebhooks(self.conn, self.lock, self.marks)
+            self.queue = SqliteQueue(self.conn, self.lock, self.marks)
         except sqlite3.DatabaseError as exc:
             self.conn.close()
             if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):
