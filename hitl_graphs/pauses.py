@@ -131,7 +131,8 @@ def _middleware_reviews(
                                                 created=created, tool_calls=calls, schemas=schemas)
     if langchain_agents.is_per_call(value):
         return (langchain_agents.per_call_review(interrupt.id, value, getattr(interrupt, "response_schema", None), node=node,
-                                                 thread_id=thread_id, workflow=workflow, created=created, schemas=schemas),)
+                                                 thread_id=thread_id, workflow=workflow, created=created, schemas=schemas,
+                                                 tool_calls=calls),)
     return ()
 
 

@@ -127,14 +127,17 @@ def per_call_review(
     workflow: str,
     created: datetime | str,
     schemas: Mapping[str, dict[str, Any]] | None = None,
+    tool_calls: Sequence[Mapping[str, Any]] = (),
 ) -> ReviewRequest:
     """The review of a per-call interrupt: its id is LangGraph's interrupt id, its allowed kinds
-    those `response_schema` lists."""
+    those `response_schema` lists. Its place among `tool_calls` (the last AI message's) orders the
+    reviews of one turn as the model asked (a microsecond apart)."""
     schema = response_schema if isinstance(response_schema, dict) else None
     allowed = _schema_types(schema) or ["approve", "reject"]
     args_schema = (schemas or {}).get(value["name"]) or _edit_args_schema(schema)
     where = MiddlewareAction(mode="per_call", interrupt_id=interrupt_id, response_schema=schema)
     at = datetime.fromisoformat(created) if isinstance(created, str) else created
+    at += timedelta(microseconds=next((i for i, c in enumerate(tool_calls) if c.get("id") == value.get("tool_call_id")), 0))
     return _review(interrupt_id, value["name"], value["args"], value.get("description"), value.get("tool_call_id") or None,
                    allowed, args_schema, where, node, thread_id, workflow, at)
 
@@ -176,6 +179,10 @@ def answer(request: ReviewRequest, decision: Decision) -> dict[str, Any]:
     if schema is not None:
         import jsonschema
 
+        # the branch the decision's `type` names (LangGraph's discriminator), so the error is about that branch
+        branch = (schema.get("discriminator") or {}).get("mapping", {}).get(value["type"])
+        if branch is not None:
+            schema = {"$ref": branch, "$defs": schema.get("$defs", {})}
         for err in sorted(jsonschema.Draft202012Validator(schema).iter_errors(value), key=lambda e: list(e.path)):
             where = ".".join(str(p) for p in err.path) or "the decision"
             raise InvalidDecisionError(
