@@ -8,9 +8,10 @@ appends to the effects file (`tests.workflows.effect`), so a test counts what ra
 
 from __future__ import annotations
 
+from typing import Literal
+
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
-from langchain.agents.middleware.human_in_the_loop import InterruptMode
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.graph.state import CompiledStateGraph
@@ -51,14 +52,15 @@ CALLS = AIMessage(content="", tool_calls=[
 INPUT = {"messages": [{"role": "user", "content": "Mail Ana, check the weather, delete the report."}]}
 
 
-def agent(mode: InterruptMode = "batched") -> CompiledStateGraph:  # type: ignore[type-arg]
-    """An agent written for plain LangChain: nothing of hitl_graphs in it but the scripted model."""
+def agent(mode: Literal["batched", "per_call"] = "batched") -> CompiledStateGraph:  # type: ignore[type-arg]
+    """An agent written for plain LangChain: nothing of hitl_graphs in it but the scripted model.
+    (`per_call` needs langchain 1.4.6+; the workflow builds it only when run.)"""
     return create_agent(
         ScriptedChatModel(script=[CALLS, "All done."]),
         tools=[send_email, lookup, delete_file],
         middleware=[HumanInTheLoopMiddleware(
             interrupt_on={"send_email": True, "delete_file": {"allowed_decisions": ["approve", "reject"]}},
-            interrupt_mode=mode,
+            **({"interrupt_mode": mode} if mode != "batched" else {}),   # the default, also before 1.4.6
         )],
     )
 
