@@ -53,7 +53,8 @@ class ReviewRequest(BaseModel):
 
     Attributes:
         review_id: Stable id; for `interrupt()` pauses it is LangGraph's interrupt id, so
-            `Command(resume={review_id: ...})` addresses exactly this review.
+            `Command(resume={review_id: ...})` addresses exactly this review (except the actions of
+            a LangChain middleware's batch, which share one interrupt: see `middleware`).
         thread_id: The LangGraph thread that is paused.
         workflow: The registered workflow name (lets another process rebuild the graph).
         node: The node the review guards.
