@@ -80,7 +80,7 @@ from hitl_graphs.policies import (
     NeverAskPolicy,
 )
 from hitl_graphs.registry import CheckpointerReplacedWarning, Workflow, get_workflow, load_app, register, registered
-from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
+from hitl_graphs.reviews import HistoryEntry, MiddlewareAction, ReviewRequest, ThreadView
 from hitl_graphs.runner import Runner
 from hitl_graphs.runtime.streaming import AsyncRunStream, RunStream
 from hitl_graphs.templates.conversation import create_conversation_graph
@@ -202,6 +202,7 @@ __all__ = [
     "HistoryEntry",
     "HitlError",
     "InvalidDecisionError",
+    "MiddlewareAction",
     "Modify",
     "NeverAskPolicy",
     "NoPendingReviewError",

@@ -3,7 +3,9 @@
 A thread pauses in one of two ways, and both become `ReviewRequest`s:
 
 - a node called `interrupt()` (ours via `request_review`, or the user's own): one review per
-  pending interrupt, with LangGraph's interrupt id as review id;
+  pending interrupt, with LangGraph's interrupt id as review id; LangChain's
+  `HumanInTheLoopMiddleware` asking about several tool calls in one interrupt gives one review
+  per call (`hitl_graphs.interop.langchain_agents`);
 - a static breakpoint (`interrupt_before` / `interrupt_after`): `next` is set and no interrupt is
   pending. One review per pause, its id derived from the checkpoint, so reading the same
   checkpoint twice (in two processes, or after a crash) gives the same id.
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -27,6 +29,7 @@ from langgraph.types import StateSnapshot
 
 from hitl_graphs.decisions import DEFAULT_KINDS
 from hitl_graphs.gate import PLAIN_KIND, read_gate, to_json
+from hitl_graphs.interop import langchain_agents
 from hitl_graphs.reviews import Position, ReviewRequest
 
 
@@ -51,11 +54,13 @@ def read_pause(
     interrupt_after: Sequence[str],
     parent_next: Callable[[], tuple[str, ...]],
     editable: Sequence[str],
+    tool_schemas: Mapping[str, dict[str, Any]] | None = None,
 ) -> Pause:
     """Classify a snapshot: paused (with its reviews), done, failed, or stalled mid-run.
 
     `parent_next` is called only when the graph has `interrupt_after` nodes: it returns the nodes
-    the previous step ran, which tell an "after" breakpoint from a stalled run.
+    the previous step ran, which tell an "after" breakpoint from a stalled run. `tool_schemas`
+    (tool name -> argument schema) is what an edit of a middleware's tool call is checked against.
     """
     checkpoint_id = snapshot.config.get("configurable", {}).get("checkpoint_id")
     created = _created(snapshot)
@@ -63,9 +68,12 @@ def read_pause(
         return Pause((), checkpoint_id, done=snapshot.created_at is not None, values=snapshot.values)
     if snapshot.interrupts:
         node_of = {i.id: task.name for task in snapshot.tasks for i in task.interrupts}
+        calls = _last_tool_calls(snapshot.values)
         reviews = tuple(
-            _interrupt_review(i.id, i.value, node_of.get(i.id, "?"), thread_id, workflow, created, editable)
+            review
             for i in snapshot.interrupts
+            for review in _middleware_reviews(i, node_of.get(i.id, "?"), thread_id, workflow, created, calls, tool_schemas)
+            or (_interrupt_review(i.id, i.value, node_of.get(i.id, "?"), thread_id, workflow, created, editable),)
         )
         return Pause(reviews, checkpoint_id, done=False, values=snapshot.values)
     errors = [t.error for t in snapshot.tasks if t.error is not None]
@@ -105,6 +113,37 @@ def read_pause(
         payload_hash=payload_hash(payload),
     )
     return Pause((review,), checkpoint_id, done=False, values=snapshot.values)
+
+
+def _middleware_reviews(
+    interrupt: Any,
+    node: str,
+    thread_id: str,
+    workflow: str,
+    created: datetime,
+    calls: Sequence[Mapping[str, Any]],
+    schemas: Mapping[str, dict[str, Any]] | None,
+) -> tuple[ReviewRequest, ...]:
+    """The reviews of a LangChain `HumanInTheLoopMiddleware` interrupt; () for any other."""
+    value = interrupt.value
+    if langchain_agents.is_batched(value):
+        return langchain_agents.batched_reviews(interrupt.id, value, node=node, thread_id=thread_id, workflow=workflow,
+                                                created=created, tool_calls=calls, schemas=schemas)
+    if langchain_agents.is_per_call(value):
+        return (langchain_agents.per_call_review(interrupt.id, value, getattr(interrupt, "response_schema", None), node=node,
+                                                 thread_id=thread_id, workflow=workflow, created=created, schemas=schemas,
+                                                 tool_calls=calls),)
+    return ()
+
+
+def _last_tool_calls(values: Any) -> list[Mapping[str, Any]]:
+    """The tool calls of the state's last AI message (an agent's `messages`), for their ids."""
+    messages = values.get("messages") if isinstance(values, dict) else None
+    for message in reversed(messages if isinstance(messages, list) else []):
+        calls = getattr(message, "tool_calls", None)
+        if getattr(message, "type", None) == "ai":
+            return [c for c in calls or [] if isinstance(c, Mapping)]
+    return []
 
 
 def _interrupt_review(

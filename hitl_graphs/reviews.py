@@ -20,12 +20,41 @@ ThreadStatus: TypeAlias = Literal["running", "paused", "done", "failed"]
 Outcome: TypeAlias = Literal["completed", "rejected", "cancelled"]
 
 
+class MiddlewareAction(BaseModel):
+    """Where a review came from when LangChain's `HumanInTheLoopMiddleware` asked it, and so how
+    its answer goes back (`hitl_graphs.interop.langchain_agents`).
+
+    Attributes:
+        mode: `batched`: one LangGraph interrupt asks about several tool calls, one review each,
+            and the thread resumes once every one has a decision; `per_call`: one interrupt per
+            tool call, answered on its own.
+        interrupt_id: The LangGraph interrupt the answer resumes.
+        index: This action's place among the interrupt's `action_requests` (0 per call).
+        size: How many actions the interrupt asks about (1 per call).
+        response_schema: The JSON Schema LangGraph attached to a per-call interrupt; the
+            middleware's decision is checked against it before anything is recorded.
+
+    Example:
+        >>> MiddlewareAction(mode="batched", interrupt_id="i1", index=1, size=2).size
+        2
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: Literal["batched", "per_call"]
+    interrupt_id: str
+    index: int = 0
+    size: int = 1
+    response_schema: dict[str, Any] | None = None
+
+
 class ReviewRequest(BaseModel):
     """One pending question to a person: what they see and what they may answer.
 
     Attributes:
         review_id: Stable id; for `interrupt()` pauses it is LangGraph's interrupt id, so
-            `Command(resume={review_id: ...})` addresses exactly this review.
+            `Command(resume={review_id: ...})` addresses exactly this review (except the actions of
+            a LangChain middleware's batch, which share one interrupt: see `middleware`).
         thread_id: The LangGraph thread that is paused.
         workflow: The registered workflow name (lets another process rebuild the graph).
         node: The node the review guards.
@@ -51,6 +80,8 @@ class ReviewRequest(BaseModel):
         deadline: When the review expires; the sweep then applies `default_decision`.
         default_decision: The decision applied at the deadline (a reject unless said otherwise).
         payload_hash: SHA-256 of the payload as shown; a decision carrying `seen` must match it.
+        middleware: Set when LangChain's `HumanInTheLoopMiddleware` raised the review (a
+            `create_agent` agent): how its decision is handed back (`MiddlewareAction`).
 
     Example:
         >>> r = ReviewRequest(review_id="r1", thread_id="t1", workflow="w", node="send",
@@ -84,6 +115,7 @@ class ReviewRequest(BaseModel):
     deadline: datetime | None = None
     default_decision: dict[str, Any] | None = None
     payload_hash: str = ""
+    middleware: MiddlewareAction | None = None
 
 
 class ThreadView(BaseModel):

@@ -29,6 +29,9 @@ from tests.workflows import effects
 _VOLATILE = {"created_at", "at", "decided_at", "updated_at", "deadline", "head", "hash", "prev_hash", "seq", "head_seq"}
 
 
+
+pytestmark = pytest.mark.slow  # every test here starts processes (workers, the CLI)
+
 def _script(db: str) -> list[Any]:
     """One session at the terminal: start, list, look, decide each way, read the history, audit, rate."""
     outputs: list[Any] = []

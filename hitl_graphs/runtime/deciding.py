@@ -33,6 +33,7 @@ from hitl_graphs.errors import (
 )
 from hitl_graphs.audit import Event
 from hitl_graphs.gate import to_json
+from hitl_graphs.interop import langchain_agents
 from hitl_graphs.storage.base import ReviewRow, ThreadRow
 from hitl_graphs.patches import check_needs
 from hitl_graphs.pauses import is_plain_interrupt
@@ -201,7 +202,9 @@ class DecideFlows:
         """
         config = run_config(thread_id)
         request = review.request
-        outcome: Outcome = "rejected" if isinstance(decision, Reject) else "completed"
+        outcome: Outcome = "rejected" if isinstance(decision, Reject) and request.middleware is None else "completed"
+        if request.middleware is not None and request.middleware.mode == "batched":
+            return (yield from self._apply_batch(wf, graph, thread_id, request.middleware.interrupt_id))
         if request.source == "interrupt":
             patch = decision.patch if isinstance(decision, Modify) and request.patch_target == "state" else None
             command = Command(resume={review.review_id: resume_value(wf, request, decision)}, update=patch)
@@ -231,6 +234,20 @@ class DecideFlows:
             case _:
                 assert_never(decision)
         return (yield from self._run(wf, graph, thread_id, Command(update=update) if update else None, outcome_if_done=outcome))
+
+    def _apply_batch(self: Runner, wf: Workflow, graph: Graph, thread_id: str, interrupt_id: str) -> Flow[ThreadView]:
+        """Hand a LangChain middleware its batch once every action has a decision; until then the
+        thread goes back to paused, the decisions given so far kept (`decided`) in the ledger.
+
+        The caller holds the thread (a claim, or recover), so no other decision of the batch can
+        land meanwhile: whoever records the last one resumes it."""
+        decided: list[ReviewRow] = yield from call(self.ledger.reviews, thread_id, ("decided",))
+        mine = [r for r in decided if r.request.middleware is not None and r.request.middleware.interrupt_id == interrupt_id]
+        size = mine[0].request.middleware.size if mine and mine[0].request.middleware else 0
+        if len(mine) < size:  # the rest of the batch still waits for a person
+            return (yield from self._settle(wf, graph, thread_id, outcome_if_done="completed"))
+        value = langchain_agents.batch_answer((r.request, parse_decision(r.decision or {})) for r in mine)
+        return (yield from self._run(wf, graph, thread_id, Command(resume={interrupt_id: value}), outcome_if_done="completed"))
 
     def _release(self: Runner, wf: Workflow, graph: Graph, thread_id: str, review: ReviewRow, error: Exception) -> Flow[None]:
         """A plain `interrupt()` raised on the value its decision resumed it with, and still waits
@@ -276,11 +293,15 @@ class DecideFlows:
 
 def resume_value(wf: Workflow, request: ReviewRequest, decision: Decision) -> Any:
     """What `interrupt()` returns for this decision: the workflow's `resume_value` for a plain
-    interrupt of its graph, else the decision as JSON (what `request_review` reads back).
+    interrupt of its graph, the middleware's own decision for a LangChain agent's review (one
+    action of a batch: what its place in `{"decisions": [...]}` will hold), else the decision as
+    JSON (what `request_review` reads back).
 
     Raises:
         InvalidDecisionError: the workflow's `resume_value` raised on the decision.
     """
+    if request.middleware is not None:  # LangChain's HumanInTheLoopMiddleware reads its own shape
+        return langchain_agents.answer(request, decision)
     if wf.resume_value is None or not is_plain_interrupt(request):
         return decision_to_json(decision)
     try:

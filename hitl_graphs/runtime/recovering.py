@@ -22,6 +22,7 @@ from hitl_graphs.runtime.driver import (
 from hitl_graphs.runtime.support import (
     log,
     outcome_of,
+    waiting_for_batch,
 )
 
 if TYPE_CHECKING:
@@ -83,6 +84,11 @@ class RecoverFlows:
             attempts: int = yield from call(self.ledger.recover_attempts, thread_id)
             if attempts >= self.max_attempts:
                 return None  # left for a person: `hitl show` says so, `hitl retry` tries again
+        if row.status == "paused" and not forced:
+            decided: list[ReviewRow] = yield from call(self.ledger.reviews, thread_id, ("decided",))
+            pending: list[ReviewRow] = yield from call(self.ledger.reviews, thread_id, ("pending",))
+            if {r.review_id for r in decided} <= waiting_for_batch([r.request for r in pending]):
+                return None  # decisions of a batch whose other actions still wait for a person: nothing to run
         with self.store.marks.hold() as owner:
             if not (yield from self._take(thread_id, owner)):
                 return None  # another process is recovering it right now

@@ -29,6 +29,7 @@ from hitl_graphs.runtime.driver import (
 )
 from hitl_graphs.runtime.support import (
     Graph,
+    agent_tool_schemas,
     ending_outcome,
     log,
     node_names,
@@ -169,6 +170,7 @@ class RunFlows:
             interrupt_after=node_names(graph.interrupt_after_nodes),
             parent_next=lambda: parent,
             editable=editable,
+            tool_schemas=agent_tool_schemas(graph),
         )
 
     def _durability(self: Runner, wf: Workflow, graph: Graph) -> Durability:

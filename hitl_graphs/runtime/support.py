@@ -14,6 +14,7 @@ from hitl_graphs.effects import CONFIG_KEY as EFFECTS_KEY
 from hitl_graphs.effects import EffectLog
 from hitl_graphs.endings import declares_ending, outcome, thread_outcome
 from hitl_graphs.gate import to_json
+from hitl_graphs.interop import langchain_agents
 from hitl_graphs.storage.base import ReviewRow, ThreadRow
 from hitl_graphs.patches import state_fields
 from hitl_graphs.reviews import Outcome, ReviewRequest, ThreadView
@@ -25,6 +26,7 @@ log = logging.getLogger("hitl_graphs")
 
 def thread_view(row: ThreadRow, values: Any, pending: Sequence[ReviewRequest], decided: Sequence[str]) -> ThreadView:
     values = to_json(values)
+    decided = [d for d in decided if d not in waiting_for_batch(pending)]  # kept for the batch, not lost in a crash
     return ThreadView(
         thread_id=row.thread_id,
         workflow=row.workflow,
@@ -35,6 +37,13 @@ def thread_view(row: ThreadRow, values: Any, pending: Sequence[ReviewRequest], d
         error=row.error,
         awaiting_recovery=tuple(decided) if row.status != "running" else (),
     )
+
+
+def waiting_for_batch(pending: Sequence[ReviewRequest]) -> set[str]:
+    """Review ids of every action of a LangChain middleware batch that still has a pending review:
+    those already decided wait for the rest (the thread resumes once all are), not for `recover`."""
+    return {langchain_agents.batch_review_id(m.interrupt_id, i)
+            for r in pending if (m := r.middleware) is not None and m.mode == "batched" for i in range(m.size)}
 
 
 def outcome_of(review: ReviewRow) -> Outcome:
@@ -68,6 +77,13 @@ def node_names(nodes: Any) -> tuple[str, ...]:
 def schema_fields(graph: Graph) -> tuple[str, ...]:
     schema = getattr(getattr(graph, "builder", None), "state_schema", None)
     return _fields_of(schema) if schema is not None else ()
+
+
+@functools.lru_cache(maxsize=128)
+def agent_tool_schemas(graph: Graph) -> dict[str, dict[str, Any]]:
+    """The argument schemas of the tools a (LangChain agent) graph runs; cached, as the runner
+    keeps one compiled graph per workflow."""
+    return langchain_agents.tool_schemas(graph)
 
 
 @functools.lru_cache(maxsize=128)
