@@ -18,7 +18,7 @@ LOWEST_TESTS := tests/test_models.py tests/test_runner.py tests/test_database.py
 	tests/test_workers.py tests/test_builtin_workflows.py tests/test_tool_approval.py tests/test_user_apps.py \
 	tests/test_readme.py tests/test_terminal.py tests/test_notebooks.py tests/test_langgraph_compat.py
 
-.PHONY: demo test test-lowest bench notebooks clean
+.PHONY: demo test test-lowest bench notebooks clean chromium
 
 $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "need python3.11 (or python3) on PATH"; exit 1; }
@@ -46,7 +46,11 @@ $(LOWEST_STAMP): pyproject.toml | $(UV_STAMP)
 demo: $(STAMP)
 	$(BIN)/hitl demo
 
-test: $(STAMP) $(LOWEST_STAMP)
+# the browser tests (pytest -m browser) drive Debian's chromium; this installs it where it is missing
+chromium:
+	@sh tools/ensure_chromium.sh
+
+test: $(STAMP) $(LOWEST_STAMP) chromium
 	$(BIN)/python -m pytest -q
 	$(LOWEST)/bin/python -m pytest -q $(LOWEST_TESTS)
 
