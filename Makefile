@@ -19,7 +19,7 @@ LOWEST_TESTS := tests/test_models.py tests/test_runner.py tests/test_database.py
 	tests/test_readme.py tests/test_terminal.py tests/test_notebooks.py tests/test_langgraph_compat.py \
 	tests/test_postgres_setup.py
 
-.PHONY: demo test test-lowest bench notebooks clean
+.PHONY: demo test test-lowest bench notebooks clean chromium
 
 $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "need python3.11 (or python3) on PATH"; exit 1; }
@@ -47,10 +47,14 @@ $(LOWEST_STAMP): pyproject.toml | $(UV_STAMP)
 demo: $(STAMP)
 	$(BIN)/hitl demo
 
+# the browser tests (pytest -m browser) drive Debian's chromium; this installs it where it is missing
+chromium:
+	@sh tools/ensure_chromium.sh
+
 # The PostgreSQL tests start a throwaway server from the machine's PostgreSQL (tests/pg_server.py):
 # tools/ensure_postgres.sh installs Debian's package when it is missing and we are root on Debian,
 # and otherwise stops here with one line naming what to install. They never skip.
-test: $(STAMP) $(LOWEST_STAMP)
+test: $(STAMP) $(LOWEST_STAMP) chromium
 	@sh tools/ensure_postgres.sh
 	$(BIN)/python -m pytest -q
 	$(LOWEST)/bin/python -m pytest -q $(LOWEST_TESTS)

@@ -119,5 +119,10 @@ class Tokens:
         """The principal a presented token speaks for; None if it is unknown or revoked."""
         if not token.startswith(PREFIX) or len(token) > 200:
             return None
-        row = self._store.find(digest(token))
+        return self.authenticate_digest(digest(token))
+
+    def authenticate_digest(self, token_digest: str) -> Principal | None:
+        """The principal of the token with this `digest`; None if it is unknown or revoked. (A web
+        session keeps the digest, not the token, and checks it on every request.)"""
+        row = self._store.find(token_digest)
         return Principal(actor=row.actor, roles=row.roles, token_id=row.id) if row is not None else None

@@ -4,56 +4,17 @@ real LangGraph and SQLite underneath. Identity comes from tokens the server issu
 from __future__ import annotations
 
 import json
-import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
-from hitl_graphs import Runner
-from hitl_graphs.server import create_app
 from tests.conftest import fingerprint
-from tests.workflows import WORKFLOWS, effects
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Server:
-    """`hitl serve` in a thread of this process: the same app, a real socket."""
-
-    def __init__(self, db: str) -> None:
-        self.db = db
-        self.runner = Runner.open(db, workflows=WORKFLOWS)
-        port = _free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        config = uvicorn.Config(create_app(self.runner, poll=0.05), host="127.0.0.1", port=port, log_level="error",
-                                lifespan="on")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.01)
-
-    def client(self, token: str | None = None, **headers: str) -> httpx.Client:
-        if token is not None:
-            headers["Authorization"] = f"Bearer {token}"
-        return httpx.Client(base_url=self.url, headers=headers, timeout=10)
-
-    def close(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
-        self.runner.close()
+from tests.live_server import Server, token
+from tests.workflows import effects
 
 
 @pytest.fixture
@@ -61,10 +22,6 @@ def server(db: str, effects_file: Path) -> Iterator[Server]:
     s = Server(db)
     yield s
     s.close()
-
-
-def token(server: Server, actor: str, *roles: str) -> str:
-    return server.runner.tokens.create(actor, roles=roles).token
 
 
 def paused_pay(server: Server, amount: int = 120) -> tuple[str, str]:

@@ -68,7 +68,7 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
 ) -> None:
-    """Serve the HTTP API (`/api`, OpenAPI at `/openapi.json`) on this database. Needs `hitl-graphs[web]`."""
+    """Serve the HTTP API (`/api`, OpenAPI at `/openapi.json`) and the web inbox (`/`) on this database. Needs `hitl-graphs[web]`."""
     try:
         import uvicorn
 

@@ -1,4 +1,4 @@
-"""`hitl serve`: the HTTP API (and, next, the web inbox) over the same database the CLI uses.
+"""`hitl serve`: the HTTP API and the web inbox over the same database the CLI uses.
 
 Needs the `web` extra: `pip install hitl-graphs[web]`.
 """

@@ -1,4 +1,5 @@
-"""The FastAPI application `hitl serve` runs: the JSON API, the error mapping, the runner's life.
+"""The FastAPI application `hitl serve` runs: the JSON API, the web inbox, the error mapping, the
+runner's life.
 
 Every refusal the library raises (`hitl_graphs.errors`) becomes one HTTP status and a `Problem`
 body (`{"error": code, "detail": message}`); a refused request changed nothing, as in the CLI.
@@ -36,7 +37,7 @@ from hitl_graphs.errors import (
 from hitl_graphs.notify import BASE_URL_ENV, Notifier
 from hitl_graphs.registry import Workflow
 from hitl_graphs.runtime.runner import Runner
-from hitl_graphs.server import api
+from hitl_graphs.server import api, web
 
 STATUS: tuple[tuple[type[HitlError], int], ...] = (
     (UnknownThreadError, 404),
@@ -119,6 +120,7 @@ def create_app(
     if runner is not None:
         app.state.runner = runner
     app.include_router(api.router)
+    web.install(app)  # the web inbox at `/`
 
     @app.exception_handler(HitlError)
     async def refused(request: Request, exc: HitlError) -> JSONResponse:
