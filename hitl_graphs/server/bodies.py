@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from hitl_graphs.decisions import Approve, Decision, Escalate, Modify, Reject, Respond
 
@@ -79,3 +79,6 @@ class EscalateBody(_DecisionBody):
 DecisionBody = Annotated[ApproveBody | ModifyBody | RejectBody | RespondBody | EscalateBody, Field(discriminator="kind")]
 """A person's decision on the review they saw, one shape per kind (the schema says exactly which
 fields each takes). Who decides, and with which roles, comes from the token."""
+
+DECISION_BODY: TypeAdapter[ApproveBody | ModifyBody | RejectBody | RespondBody | EscalateBody] = TypeAdapter(DecisionBody)
+"""Reads a `DecisionBody` from a mapping (the web inbox's forms)."""

@@ -28,7 +28,7 @@ from hitl_graphs.identity import Principal, digest
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
 from hitl_graphs.runtime.runner import Runner
 from hitl_graphs.server.auth import runner_of
-from hitl_graphs.server.bodies import DecisionBody
+from hitl_graphs.server.bodies import DECISION_BODY
 from hitl_graphs.server.forms import GENERAL, Field, build_fields, field_for, read_patch
 from hitl_graphs.server.present import ago, payload_view, pretty, requested, standing
 from hitl_graphs.server.sessions import LIFETIME, LOGIN_COOKIE, SESSION_COOKIE, Session, Sessions, same
@@ -256,8 +256,9 @@ async def decide(request: Request, thread_id: str, review_id: str, me: Me, runne
             return await _review_page(request, me, runner, thread_id, review_id, errors=errors, form=form, status=422)
     given = {k: str(form.get(k, "")).replace("\r\n", "\n") for k in KIND_FIELDS.get(kind, ())}
     try:
-        body = DecisionBody(review_id=review_id, kind=kind, patch=patch, seen=str(form.get("seen", "")) or None,  # type: ignore[arg-type]
-                            **{k: v for k, v in given.items() if v.strip()})
+        fields_given = {"review_id": review_id, "kind": kind, "patch": patch, "seen": str(form.get("seen", "")) or None,
+                        **{k: v for k, v in given.items() if v.strip()}}
+        body = DECISION_BODY.validate_python({k: v for k, v in fields_given.items() if v is not None})
         await runner.aresume(thread_id, body.decision(me.principal.actor), review_id=review_id, roles=me.principal.roles)
     except ValidationError:
         return await _review_page(request, me, runner, thread_id, review_id, form=form, status=422,
