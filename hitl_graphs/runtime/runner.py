@@ -19,12 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TextIO
+from typing import Any
 
 from langgraph.types import Durability
 
-from hitl_graphs import feedback as feedback_mod
-from hitl_graphs.audit import AuditHead, AuditReport
 from hitl_graphs.decisions import (
     Decision,
     DecisionDict,
@@ -32,14 +30,10 @@ from hitl_graphs.decisions import (
 )
 from hitl_graphs.errors import (
     ConfigError,
-    NoPendingReviewError,
-    UnknownThreadError,
     UnknownWorkflowError,
 )
-from hitl_graphs.feedback import Feedback, FeedbackClient
 from hitl_graphs.identity import Tokens
 from hitl_graphs.webhooks import Webhooks
-from hitl_graphs.audit import Event
 from hitl_graphs.registry import Workflow, get_workflow
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
 from hitl_graphs.runtime.adopting import AdoptFlows
@@ -51,6 +45,7 @@ from hitl_graphs.runtime.driver import (
     drive,
     sync_drive,
 )
+from hitl_graphs.runtime.records import RecordFlows
 from hitl_graphs.runtime.recovering import RecoverFlows
 from hitl_graphs.runtime.running import RunFlows
 from hitl_graphs.runtime.savers import not_a_store
@@ -65,7 +60,7 @@ from hitl_graphs.workers import Pools
 from hitl_graphs.workers import install as install_workers
 
 
-class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows, StreamMethods, AdoptFlows, WorkFlows):
+class Runner(RecordFlows, RunFlows, DecideFlows, RecoverFlows, DeadlineFlows, StreamMethods, AdoptFlows, WorkFlows):
     """Run registered workflows on one database and answer their reviews.
 
     Args:
@@ -274,66 +269,6 @@ class Runner(RunFlows, DecideFlows, RecoverFlows, DeadlineFlows, StreamMethods, 
         """Wait until someone (any process) decides the pending review; after `timeout` seconds
         apply its default decision (a reject unless the review set one) and return the thread."""
         return drive(self._wait(thread_id, review_id, timeout, poll))
-
-    def feedback(
-        self, thread_id: str, score: float, *, comment: str | None = None, actor: str | None = None, key: str = "helpfulness"
-    ) -> Feedback:
-        """Rate a finished thread's output (0 to 1); stored locally, listed by `feedback_list`."""
-        row = self.ledger.thread(thread_id)
-        if row is None:
-            raise UnknownThreadError(f"thread {thread_id!r} does not exist")
-        if row.status != "done":
-            raise NoPendingReviewError(f"thread {thread_id!r} has not finished (status {row.status}); rate it once it has")
-        fb = Feedback(thread_id=thread_id, workflow=row.workflow, score=score, comment=comment, actor=actor, key=key,
-                      at=feedback_mod.now())
-        self.store.feedback.record(fb)
-        self.ledger.add_events(thread_id, [Event("feedback", actor=actor, data={"key": key, "score": score, "comment": comment})])
-        return fb
-
-    def feedback_list(self, *, workflow: str | None = None) -> list[Feedback]:
-        """Ratings, oldest first, optionally of one workflow."""
-        return [fb for _, fb in self.store.feedback.listing(workflow=workflow)]
-
-    def export_feedback(self, client: FeedbackClient, *, run_id_for: Callable[[Feedback], Any]) -> int:
-        """Send ratings not yet exported to `client` (e.g. `langsmith.Client()`); opt-in only."""
-        return feedback_mod.export_feedback(self.store.feedback, client, run_id_for=run_id_for)
-
-    def audit_verify(self, *, expect_head: Sequence[AuditHead | str] = ()) -> AuditReport:
-        """Check the audit log: its hash chain (keyed with the store's `audit_key`, if any), its
-        head, the ledger's threads and decisions against it, and heads kept elsewhere
-        (`expect_head`, each an `AuditHead` or the `SEQ:HASH` text `audit_head()` gave). Names
-        the first problem; `hitl_graphs.audit` says what it cannot see.
-
-        Example:
-            >>> from hitl_graphs.examples import email_workflow
-            >>> with Runner.open(":memory:", workflows=[email_workflow()]) as runner:
-            ...     _ = runner.start("email", {"to": "ana@example.com", "topic": "lunch"})
-            ...     kept = runner.audit_head()       # store it where this database's writers cannot
-            ...     report = runner.audit_verify(expect_head=[kept])
-            >>> report.ok, report.head_seq, report.kept_heads
-            (True, 2, 1)
-
-        Raises:
-            ConfigError: an `expect_head` text is not `SEQ:HASH`.
-        """
-        try:
-            heads = [h if isinstance(h, AuditHead) else AuditHead.parse(h) for h in expect_head]
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
-        return self.store.audit.verify(expect_heads=heads)
-
-    def audit_head(self) -> AuditHead:
-        """The audit log's last entry (`str()` of it is `SEQ:HASH`): keep it where the database's
-        writers cannot write, and pass it to `audit_verify(expect_head=...)` later.
-
-        Raises:
-            AuditError: the head row is missing or is not the last entry (the database was edited).
-        """
-        return self.store.audit.head()
-
-    def audit_export(self, out: TextIO, *, thread_id: str | None = None) -> int:
-        """Write the audit log (or one thread's part) as JSON Lines; returns the entry count."""
-        return self.store.audit.export(out, thread_id=thread_id)
 
     async def astart(
         self, workflow: str, input: Mapping[str, Any] | None = None, *, thread_id: str | None = None, actor: str | None = None
