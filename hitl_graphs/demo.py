@@ -120,6 +120,10 @@ def run_demo(runner: Runner, *, console: Console, interactive: bool, actor: str 
     _leave_one_paused(runner, console, interactive)
     console.print(Rule())
     console.print("Next: `hitl pending`, `hitl review` (decide everything waiting), `hitl run plan-review`, `hitl --help`.")
+    db = runner.store.location
+    console.print(f"In a browser: `hitl --db {db} token create --actor you --role reviewer --role manager` (prints a token), "
+                  f"then `hitl --db {db} serve` and open http://127.0.0.1:8000/ to paste it: the web inbox on this database "
+                  "(needs the web extra, which `make demo` installs).")
 
 
 class _Announcing(ScriptedReviewer):

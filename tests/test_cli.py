@@ -114,6 +114,7 @@ def test_demo_runs_without_a_terminal(db: str) -> None:
     for pattern in ("1 · Plan review", "2 · Tool-call approval", "3 · Multi-step gates", "4 · Escalation"):
         assert pattern in out
     assert "another process sees the pending review" in out
+    assert "token create --actor you" in out and "serve` and open http://127.0.0.1:8000/" in out  # the way to the inbox
     assert "refused: field 'plan' expects list" in out  # the scripted bad edit, shown and survived
     assert "refused: field 'args.account_id' expects string" in out
     assert out.count("scripted decision:") >= 8
