@@ -30,7 +30,6 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable J
 
 @webhook_app.command("add")
 def webhook_add(
-    ctx: typer.Context,
     url: Annotated[str, typer.Argument(help="Where to POST (http:// or https://).")],
     events: Annotated[str, typer.Option("--events", help="Which events, comma-separated: review, decided.")] = "review,decided",
     workflow: Annotated[str | None, typer.Option("--workflow", help="Only threads of this workflow.")] = None,
@@ -56,7 +55,6 @@ def webhook_add(
 
 @webhook_app.command("list")
 def webhook_list(
-    ctx: typer.Context,
     all_: Annotated[bool, typer.Option("--all", help="Removed webhooks too.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
@@ -74,7 +72,7 @@ def webhook_list(
 
 
 @webhook_app.command("remove")
-def webhook_remove(ctx: typer.Context, webhook_id: Annotated[str, typer.Argument(help="The id (`hitl webhook list`).")]) -> None:
+def webhook_remove(webhook_id: Annotated[str, typer.Argument(help="The id (`hitl webhook list`).")]) -> None:
     """Stop delivering to a webhook (its delivery log stays)."""
     with open_runner() as runner:
         try:
@@ -86,7 +84,6 @@ def webhook_remove(ctx: typer.Context, webhook_id: Annotated[str, typer.Argument
 
 @webhook_app.command("deliveries")
 def webhook_deliveries(
-    ctx: typer.Context,
     webhook_id: Annotated[str | None, typer.Argument(help="Only this webhook's.")] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="How many attempts, newest first.")] = 50,
     as_json: JsonFlag = False,
@@ -117,7 +114,6 @@ def _report(report: PassReport) -> str:
 
 @app.command()
 def notify(
-    ctx: typer.Context,
     every: Annotated[float | None, typer.Option("--every", min=0.1, help="Keep delivering, a pass every SECONDS.")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", envvar=BASE_URL_ENV,
                                                  help="Where people open `hitl serve`, for links.")] = None,
