@@ -15,7 +15,7 @@ import httpx
 import pytest
 from langgraph.graph import END, START, StateGraph
 
-from hitl_graphs import Reject, Workflow, request_review
+from hitl_graphs import Approve, Reject, Workflow, request_review
 from hitl_graphs.examples import examples
 from tests.conftest import fingerprint
 from tests.live_server import Server, token
@@ -193,10 +193,28 @@ def test_the_inbox_lists_what_my_roles_may_decide_filtered_by_workflow(server: S
     assert finance in fin.get("/").text
     only = fin.get("/", params={"workflow": "finance"}).text
     assert finance in inner(only, "reviews") and pay not in inner(only, "reviews") and 'value="finance" selected' in only
-    live = ana.get("/inbox/live", params={"workflow": "pay"})  # what htmx swaps in every 2 s
+    live = ana.get("/inbox/live", params={"workflow": "pay"})  # what htmx swaps in on each live event
     assert pay in inner(live.text, "reviews") and email not in inner(live.text, "reviews") and "<html" not in live.text
     assert "new review: Pay?" in text_of(ana.get("/").text, "live")
 
+
+
+def test_the_inbox_follows_a_live_feed_of_what_the_sessions_roles_may_see(server: Server) -> None:
+    from tests.test_api import _events
+
+    assert server.browser().get("/inbox/events").headers["location"].startswith("/login")  # no session, no feed
+    ana, _ = login(server, "ana")
+    inbox = ana.get("/").text
+    assert '<script src="/static/live.js" defer></script>' in inbox and 'hx-trigger="refresh' in inbox
+    assert "EventSource(\"/inbox/events\")" in ana.get("/static/live.js").text
+    with ana.stream("GET", "/inbox/events") as feed:  # what the page's EventSource reads, with the cookie
+        assert feed.status_code == 200 and feed.headers["content-type"].startswith("text/event-stream")
+        paused(server, "finance", {"amount": 500}, actor="sam")  # needs a role ana lacks: not news for her
+        pay, review_id = paused(server, "pay", {"to": "acme", "amount": 120})
+        server.runner.resume(pay, Approve(actor="bob"), review_id=review_id)
+        review, decided = _events(feed, 2)
+    assert (review["event"], review["data"]["thread_id"]) == ("review", pay)
+    assert (decided["event"], decided["data"]["actor"]) == ("decided", "bob")
 
 def _page_of(server: Server, workflow: str, data: dict[str, Any] | None = None, *roles: str) -> tuple[str, str]:
     thread_id, review_id = paused(server, workflow, data)

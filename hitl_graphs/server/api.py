@@ -3,9 +3,6 @@ roles taken from the caller's token."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
@@ -16,6 +13,7 @@ from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
 from hitl_graphs.runtime.runner import Runner
 from hitl_graphs.server.auth import authenticate, runner_of
 from hitl_graphs.server.bodies import DecisionBody, Problem, StartThread
+from hitl_graphs.server.feed import start_cursor, stream
 
 Caller = Annotated[Principal, Depends(authenticate)]
 Run = Annotated[Runner, Depends(runner_of)]
@@ -75,9 +73,6 @@ async def decide(thread_id: str, body: DecisionBody, caller: Caller, runner: Run
     return await runner.aresume(thread_id, body.decision(caller.actor), review_id=body.review_id, roles=caller.roles)
 
 
-FEED = {"review_requested": "review", "decided": "decided"}
-
-
 @router.get("/events", summary="Server-Sent Events: new reviews and decisions",
             response_class=StreamingResponse, responses={200: {"content": {"text/event-stream": {}}}})
 async def events(
@@ -89,27 +84,5 @@ async def events(
     """A `review` event for each new pending review the token may decide and a `decided` event for
     each decision, each with an `id` (resume with `Last-Event-ID` or `?after=`). Read from the
     history, which is written with the change itself: nothing is missed across restarts."""
-    last = request.headers.get("last-event-id")
-    cursor = after if after is not None else int(last) if last and last.isdigit() else runner.audit_head().seq
-    poll: float = request.app.state.poll
-
-    async def stream() -> AsyncIterator[str]:
-        nonlocal cursor
-        yield ": connected\n\n"
-        while not await request.is_disconnected():
-            entries = await asyncio.to_thread(runner.events_after, cursor, limit=200)
-            for e in entries:
-                cursor = e.seq
-                name = FEED.get(e.event)
-                role = e.data.get("required_role")
-                if name is None or (name == "review" and role is not None and role not in caller.roles):
-                    continue
-                data = {"thread_id": e.thread_id, "review_id": e.review_id, "actor": e.actor, "at": e.at.isoformat(),
-                        **({"kind": e.data.get("kind"), "title": e.data.get("title"), "node": e.data.get("node"),
-                            "required_role": role} if name == "review" else {"decision": e.data.get("kind"),
-                                                                             "by": e.data.get("by")})}
-                yield f"id: {e.seq}\nevent: {name}\ndata: {json.dumps(data)}\n\n"
-            if not entries:
-                await asyncio.sleep(poll)
-
-    return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+    cursor = start_cursor(request, runner, after)
+    return stream(runner, caller.roles, cursor, request.app.state.poll, request.is_disconnected)

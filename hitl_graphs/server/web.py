@@ -18,7 +18,7 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 from starlette.datastructures import FormData
@@ -29,6 +29,7 @@ from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
 from hitl_graphs.runtime.runner import Runner
 from hitl_graphs.server.auth import runner_of
 from hitl_graphs.server.bodies import DECISION_BODY
+from hitl_graphs.server.feed import start_cursor, stream
 from hitl_graphs.server.forms import GENERAL, Field, build_fields, field_for, read_patch
 from hitl_graphs.server.present import ago, payload_view, pretty, requested, standing
 from hitl_graphs.server.sessions import LIFETIME, LOGIN_COOKIE, SESSION_COOKIE, Session, Sessions, same
@@ -177,8 +178,16 @@ async def inbox(request: Request, me: Me, runner: Run, workflow: str | None = No
 
 @router.get("/inbox/live")
 async def inbox_live(request: Request, me: Me, runner: Run, workflow: str | None = None) -> Response:
-    """The part of the inbox htmx refreshes every few seconds."""
+    """The part of the inbox htmx refreshes when `/inbox/events` says something changed."""
     return page(request, "_live.html", await _live(runner, me.principal, workflow), me=me)
+
+
+@router.get("/inbox/events")
+async def inbox_events(request: Request, me: Me, runner: Run) -> StreamingResponse:
+    """The same feed as `/api/events`, for the session's roles: a browser's EventSource sends the
+    session cookie but cannot send a bearer token, so the inbox follows this one (static/live.js)."""
+    cursor = start_cursor(request, runner, None)
+    return stream(runner, me.principal.roles, cursor, request.app.state.poll, request.is_disconnected)
 
 
 # -- a thread, a review --------------------------------------------------------------------------------
