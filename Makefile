@@ -7,8 +7,9 @@ STAMP := $(VENV)/.installed
 
 # The floors of pyproject.toml, proved: .venv-lowest holds the lowest versions it allows of our
 # direct dependencies (uv's lowest-direct resolution; what they need in turn at its newest), and
-# runs the tests below, which cover the imports, the runner's flows, the store, the CLI and the
-# notebooks. A floor that no longer holds fails `make test`.
+# runs the in-process tests of the files below (the imports, the runner's flows, both stores, the
+# templates, LangChain agents, the HTTP API) plus the README's commands as processes (the CLI).
+# A floor that no longer holds fails `make test`.
 UV_VERSION := 0.13.9
 UV := $(BIN)/uv
 UV_STAMP := $(VENV)/.uv-$(UV_VERSION)
@@ -16,8 +17,11 @@ LOWEST := .venv-lowest
 LOWEST_STAMP := $(LOWEST)/.installed
 LOWEST_TESTS := tests/test_models.py tests/test_runner.py tests/test_database.py tests/test_pause_checkpoints.py \
 	tests/test_workers.py tests/test_builtin_workflows.py tests/test_tool_approval.py tests/test_user_apps.py \
-	tests/test_readme.py tests/test_terminal.py tests/test_notebooks.py tests/test_langgraph_compat.py \
-	tests/test_postgres_setup.py
+	tests/test_langgraph_compat.py tests/test_store_contract.py tests/test_savers.py tests/test_langchain_agents.py \
+	tests/test_api.py
+# pytest-xdist: most tests wait on a process, a server or a browser they started, so two workers
+# keep both cores busy (make test stays under 15 minutes on a 2-core machine)
+WORKERS ?= 2
 
 .PHONY: demo test test-lowest bench notebooks clean chromium
 
@@ -56,12 +60,13 @@ chromium:
 # and otherwise stops here with one line naming what to install. They never skip.
 test: $(STAMP) $(LOWEST_STAMP) chromium
 	@sh tools/ensure_postgres.sh
-	$(BIN)/python -m pytest -q
-	$(LOWEST)/bin/python -m pytest -q $(LOWEST_TESTS)
+	$(BIN)/python -m pytest -q -n $(WORKERS)
+	$(MAKE) --no-print-directory test-lowest
 
 test-lowest: $(LOWEST_STAMP)
 	@sh tools/ensure_postgres.sh
-	$(LOWEST)/bin/python -m pytest -q $(LOWEST_TESTS)
+	$(LOWEST)/bin/python -m pytest -q -n $(WORKERS) -m "not slow" $(LOWEST_TESTS)
+	$(LOWEST)/bin/python -m pytest -q tests/test_readme.py
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
