@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import api, figures, setups
+from benchmarks import api, figures, postgres, setups
 from benchmarks.graphs import ours_graph_source
 from benchmarks.report import print_report
 
-FIGURES = ("overhead", "profile", "listing", "throughput", "disk", "api")
+FIGURES = ("overhead", "profile", "listing", "throughput", "disk", "api", "postgres")
 
 FULL: dict[str, Any] = {
     "overhead": {"n_rounds": 9, "per_round": 30},
@@ -31,6 +31,9 @@ FULL: dict[str, Any] = {
     "throughput": {"seconds": 2.5, "reps": 3},
     "disk": {"threads": 100},
     "api": {"size": 100_000, "list_reps": 50, "decisions": 30},
+    "postgres": {"workers": [1, 2, 4, 8], "seconds": 2.0, "reps": 3, "audit_workers": [1, 2, 4, 8], "audit_seconds": 1.0,
+                 "listing": {"sizes": [1_000, 10_000, 100_000], "reps": 30, "plain_reps": {1_000: 3, 10_000: 1},
+                             "resume_samples": 30}},
 }
 QUICK: dict[str, Any] = {
     "overhead": {"n_rounds": 3, "per_round": 4},
@@ -39,6 +42,8 @@ QUICK: dict[str, Any] = {
     "throughput": {"seconds": 0.4, "reps": 1},
     "disk": {"threads": 10},
     "api": {"size": 500, "list_reps": 5, "decisions": 3},
+    "postgres": {"workers": [1, 2], "seconds": 0.5, "reps": 1, "audit_workers": [1, 2], "audit_seconds": 0.3,
+                 "listing": {"sizes": [100, 1_000], "reps": 5, "plain_reps": {100: 1}, "resume_samples": 3}},
 }
 
 
@@ -100,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
             _say("6. the HTTP API over loopback next to the same operation in process")
             with clock("api"):
                 results["api"] = api.api(workdir, **plan["api"])
+        if "postgres" in only:
+            _say("7. PostgreSQL (fsync on): 1-8 worker processes, the audit chain under contention, listing and resuming")
+            with clock("postgres"):
+                results["postgres"] = postgres.postgres(workdir, **plan["postgres"])
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

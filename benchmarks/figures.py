@@ -410,11 +410,11 @@ def raw_commit_rate(db: str, synchronous: str, seconds: float) -> float:
 class _Pool:
     """Worker processes (`python -m benchmarks.worker`) kept alive across timed windows."""
 
-    def __init__(self, spec: dict[str, Any], n: int) -> None:
+    def __init__(self, spec: dict[str, Any], n: int, module: str = "benchmarks.worker") -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         self.procs = [
-            subprocess.Popen([sys.executable, "-m", "benchmarks.worker", json.dumps({**spec, "seed": i})],
+            subprocess.Popen([sys.executable, "-m", module, json.dumps({**spec, "seed": i})],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              cwd=ROOT, env=env)
             for i in range(n)

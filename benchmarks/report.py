@@ -118,8 +118,57 @@ def print_report(results: dict[str, Any]) -> None:
                     f"p50 < {page['target_ms']} ms"],
                    ["a decision (resume)", _mmm(dec["http_loopback"], " ms"), _mmm(dec["in_process_resume"], " ms"),
                     f"+{dec['api_minus_in_process_median_ms']} ms (target <= {dec['target_ms']} ms)"]])
+    if pg := results.get("postgres"):
+        _postgres(out, pg)
     if tg := results.get("targets"):
         out.table("targets (met: - when not judged: a quick run, or fewer than 100,000 threads)",
                   ["what", "target", "measured", "met"],
                   [[t["what"], t["target"], t["measured"], {True: "yes", False: "NO", None: "-"}[t["met"]]]
                    for t in tg])
+
+
+def _postgres(out: _Out, pg: dict[str, Any]) -> None:
+    server = pg["server"]
+    print(f"\n7. PostgreSQL {server['server_version']}, fsync={server['fsync']}, synchronous_commit="
+          f"{server['synchronous_commit']} (a throwaway server on this machine)")
+    tp = pg["throughput"]
+    counts = [k for k in tp["configs"]["ours"] if k.isdigit()]
+    rows = []
+    for name, e in tp["configs"].items():
+        check = e.get("check")
+        rows.append([name, *[f"{_mmm(e[k]['per_s'])} [{e['scaling'][k]}x]" for k in counts],
+                     "-" if check is None else ("ok" if check["ok"] else f"FAILED {check}")])
+    rows.append(["ours / plain_postgres", *[f"{tp['ours / plain_postgres'][k]}x" for k in counts], ""])
+    for name, e in tp["configs"].items():
+        rows.append([f"{name}: what idle cores allow", *[f"{e[k]['cores_allow_per_s']} (CPU/cycle)" for k in counts], ""])
+    out.table(f"7. cycles/s with N processes [vs 1 process] ({tp['windows']} windows of {tp['seconds_per_window']} s, "
+              f"durability={tp['durability']!r} both)", ["setup", *[f"{k} proc" for k in counts], "decisions"], rows)
+    rows = []
+    for part in ("throughput", "audit"):
+        for name, e in pg[part]["configs"].items():
+            for k in counts if part == "throughput" else [c for c in e if c.isdigit()]:
+                v = e[k]
+                states = v["sessions_by_state"]
+                rows.append([f"{name} x{k}", v["cores_busy"]["our_processes"]["median"], v["cores_busy"]["server"]["median"],
+                             v["cpu_ms_per_cycle"]["median"], v["cores_busy"]["machine_fraction"]["median"],
+                             ", ".join(f"{s} {x['median']:.0%}" for s, x in states.items() if x["median"] >= 0.01)])
+    out.table("7. where the time goes (medians): cores busy in our processes and in the server, their CPU per cycle "
+              "(per append), the machine's busy fraction (all programs), what the database sessions were doing",
+              ["run", "ours cores", "server cores", "CPU ms per cycle", "machine busy", "sessions"], rows)
+    au = pg["audit"]
+    ks = [k for k in au["configs"]["audit_chain"] if k.isdigit()]
+    out.table(f"7. audit chain: appends/s with N processes appending at once (verify: {'ok' if au['verify']['ok'] else 'FAILED'}, "
+              f"{au['verify']['checked']} entries)", ["setup", *[f"{k} proc" for k in ks]],
+              [[name, *[_mmm(e[k]["per_s"]) for k in ks]] for name, e in au["configs"].items()]
+              + [["chain / unchained", *[f"{au['chain / unchained'][k]}x" for k in ks], ""]])
+    li = pg["listing"]
+    rows = [[f"{int(size):,}", _mmm(s, " ms"), _mmm(li["plain_scan"].get(size, {}).get("ms"), " ms"),
+             f"{li['populated'][size]['seconds']} s"] for size, s in li["ours_first_page_ms"].items()]
+    out.table("7. first page of 50 pending reviews on PostgreSQL", ["paused threads", "ours", "plain (full scan)",
+                                                                   "bulk populate"], rows)
+    r = li["resume"]
+    small, large = str(r["small"]), str(r["large"])
+    out.table(f"7. resume one random paused thread on PostgreSQL ({r['bulk_threads_resumed_ok']}/{r['bulk_threads_resumed']} ok)",
+              ["setup", f"{int(small):,} threads", f"{int(large):,} threads", "median ratio"],
+              [[k, _mmm(r[k]["ms"][small], " ms"), _mmm(r[k]["ms"][large], " ms"), f"{r[k]['median large / median small']}x"]
+               for k in ("ours", "plain_postgres")])

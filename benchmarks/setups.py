@@ -202,4 +202,38 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     for name, entry in results.get("throughput", {}).get("configs", {}).items():
         if "check" in entry:
             add(f"4. {name}: no lost or doubled decisions", "none", entry["check"]["ok"], entry["check"]["ok"], timing=False)
+    if pg := results.get("postgres"):
+        _postgres_targets(pg, add)
     return out
+
+
+def _postgres_targets(pg: dict[str, Any], add: Callable[..., None]) -> None:
+    """Issue 16's targets for figure 7."""
+    ours = pg["throughput"]["configs"]["ours"]
+    scaling = ours["scaling"]
+    if "2" in scaling:
+        add("7. PostgreSQL: 2 worker processes vs 1 (ours)", ">= 1.7x", scaling["2"], scaling["2"] >= 1.7)
+    for k in ("4", "8"):
+        if k in scaling and "2" in scaling:
+            add(f"7. PostgreSQL: {k} worker processes vs 2 (no fall)", ">= 1x", round(scaling[k] / scaling["2"], 2),
+                scaling[k] >= scaling["2"])
+    add("7. PostgreSQL: no lost or doubled decisions", "none", ours["check"]["ok"], ours["check"]["ok"], timing=False)
+    audit = pg["audit"]["configs"]["audit_chain"]
+    ks = sorted((k for k in audit if k.isdigit()), key=int)
+    add(f"7. PostgreSQL: audit appends/s, {ks[-1]} processes vs 1 (no fall)", ">= 1x",
+        round(audit[ks[-1]]["per_s"]["median"] / audit[ks[0]]["per_s"]["median"], 2),
+        audit[ks[-1]]["per_s"]["median"] >= audit[ks[0]]["per_s"]["median"])
+    first = pg["listing"]["ours_first_page_ms"]
+    largest, smallest = max(first, key=int), min(first, key=int)
+    big = int(largest) >= 100_000
+    add(f"7. PostgreSQL: first page of 50 at {int(largest):,} paused threads", "< 10 ms", first[largest]["median"],
+        first[largest]["median"] < 10 if big else None)
+    add(f"7. PostgreSQL: first page, {int(largest):,} vs {int(smallest):,} threads (flat)", "~1x",
+        round(first[largest]["median"] / first[smallest]["median"], 2), None)
+    resume = pg["listing"]["resume"]
+    ratio = resume["ours"]["median large / median small"]
+    add(f"7. PostgreSQL: resume at {resume['large']:,} vs {resume['small']:,} threads (ours)", "<= 1.2x", ratio,
+        ratio <= 1.2 if big else None)
+    add("7. PostgreSQL: bulk-populated threads resumed through the Runner", "all",
+        f"{resume['bulk_threads_resumed_ok']}/{resume['bulk_threads_resumed']}",
+        resume["bulk_threads_resumed_ok"] == resume["bulk_threads_resumed"], timing=False)

@@ -92,8 +92,12 @@ class PgServer:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_server() -> PgServer:
-    """Initialise and start a server in a fresh temp dir; raises `PostgresUnavailable` saying why not."""
+def start_server(*, durable: bool = False) -> PgServer:
+    """Initialise and start a server in a fresh temp dir; raises `PostgresUnavailable` saying why not.
+
+    `durable=True` keeps PostgreSQL's defaults (fsync, synchronous commit, full page writes): what the
+    benchmarks measure (`benchmarks/postgres.py`); tests turn them off.
+    """
     bin_dir = find_bin_dir()
     as_user = _run_as()
     root = Path(tempfile.mkdtemp(prefix="hitl-pg-"))
@@ -107,7 +111,9 @@ def start_server() -> PgServer:
             port = _free_port()
             server = PgServer(bin_dir, root, port, as_user)
             options = (f"-c port={port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={root} "
-                       "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
+                       "-c max_connections=200")
+            if not durable:
+                options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             started = subprocess.run(
                 [*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(root / "server.log"),
                  "-o", options, "-w", "-t", "60", "start"],

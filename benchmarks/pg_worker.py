@@ -1,0 +1,140 @@
+"""A PostgreSQL benchmark process: `python -m benchmarks.pg_worker SPEC_JSON`.
+
+Prints `ready` once connected, then for every line `SECONDS` read on stdin works that long and
+prints one JSON line `{"cycles", "conflicts", "won", "cpu_s", "wall_s"}` (`cpu_s`: this process's
+CPU time in the window, all threads; with `wall_s` it tells computing from waiting).
+
+Kinds (`spec["kind"]`):
+
+- `ours`: the Runner on a `PostgresStore`. Start a thread (it pauses), then take a review from
+  the shared queue (`pending`, one of the `window` oldest at random) and resume it; a review
+  another process decided first is a conflict (`AlreadyDecidedError`, `ThreadBusyError`...), and
+  it takes another. Every process shares one queue, as a pool of workers does.
+- `plain`: plain LangGraph on `PostgresSaver` (one connection, as its docs set it up), the same
+  graph shape and durability, starting and resuming its own threads (it has no queue to share).
+- `audit`: append one audit entry per transaction (`ledger.add_events`) to the one global chain;
+  `cycles` counts appends.
+- `insert`: one plain row per transaction into an unchained table: the server's commit rate with
+  as many writers, the reference for `audit`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from benchmarks.graphs import WORKFLOW, ours_workflow
+from benchmarks.setups import INPUT, plain_cycle
+
+
+def ours(spec: dict[str, Any], rng: random.Random) -> Callable[[float], dict[str, Any]]:
+    from hitl_graphs import Approve, HitlError, Runner
+    from hitl_graphs.storage.postgres import PostgresStore
+
+    runner = Runner(PostgresStore(spec["url"], max_connections=2), [ours_workflow(1, spec["durability"])], owns_store=True)
+    me = f"w{os.getpid()}"
+    window = int(spec.get("window", 4))
+    runner.start(WORKFLOW, INPUT)  # warm up, and keep a review waiting in the queue
+
+    def run(seconds: float) -> dict[str, Any]:
+        won: list[str] = []
+        conflicts = 0
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            runner.start(WORKFLOW, INPUT)
+            while True:
+                page = runner.pending(limit=window)
+                if not page:
+                    break
+                review = rng.choice(page)
+                try:
+                    runner.resume(review.thread_id, Approve(actor=me), review_id=review.review_id)
+                except HitlError:
+                    conflicts += 1
+                    continue
+                won.append(review.thread_id)
+                break
+        return {"cycles": len(won), "conflicts": conflicts, "won": won}
+
+    return run
+
+
+def plain(spec: dict[str, Any], rng: random.Random) -> Callable[[float], dict[str, Any]]:
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+
+    from benchmarks.graphs import plain_plan_review_graph
+
+    conn = psycopg.connect(spec["url"], autocommit=True, prepare_threshold=0, row_factory=dict_row)
+    app = plain_plan_review_graph().compile(checkpointer=PostgresSaver(conn))  # setup() ran once, in the parent
+    cycle = plain_cycle(app, spec["durability"])
+    cycle()
+    return _loop(cycle)
+
+
+def audit(spec: dict[str, Any], rng: random.Random) -> Callable[[float], dict[str, Any]]:
+    from hitl_graphs.storage.postgres import PostgresStore
+    from hitl_graphs.audit import Event
+
+    store = PostgresStore(spec["url"], max_connections=1)
+    thread_id = f"audit-{os.getpid()}"
+
+    def append() -> None:
+        store.ledger.add_events(thread_id, [Event("bench", actor="bench", data={"n": 1})])
+
+    append()
+    return _loop(append)
+
+
+def insert(spec: dict[str, Any], rng: random.Random) -> Callable[[float], dict[str, Any]]:
+    import psycopg
+
+    conn = psycopg.connect(spec["url"], autocommit=True)
+    conn.execute("CREATE TABLE IF NOT EXISTS bench_rows (id TEXT PRIMARY KEY, at DOUBLE PRECISION NOT NULL)")
+
+    def one() -> None:
+        conn.execute("INSERT INTO bench_rows VALUES (%s, %s)", (uuid.uuid4().hex, time.time()))
+
+    one()
+    return _loop(one)
+
+
+def _loop(fn: Callable[[], None]) -> Callable[[float], dict[str, Any]]:
+    def run(seconds: float) -> dict[str, Any]:
+        n = 0
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            fn()
+            n += 1
+        return {"cycles": n, "conflicts": 0, "won": []}
+
+    return run
+
+
+KINDS = {"ours": ours, "plain": plain, "audit": audit, "insert": insert}
+
+
+def main() -> None:
+    spec: dict[str, Any] = json.loads(sys.argv[1])
+    rng = random.Random(spec.get("seed", 0) * 7919 + os.getpid())
+    run = KINDS[spec["kind"]](spec, rng)
+    print("ready", flush=True)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        c0, t0 = time.process_time(), time.perf_counter()
+        out = run(float(line))
+        out["cpu_s"] = round(time.process_time() - c0, 4)
+        out["wall_s"] = round(time.perf_counter() - t0, 4)
+        print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()
