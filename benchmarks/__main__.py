@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import api, figures, setups
+from benchmarks import api, figures, large, setups
 from benchmarks.graphs import ours_graph_source
 from benchmarks.report import print_report
 
-FIGURES = ("overhead", "profile", "listing", "throughput", "disk", "api")
+FIGURES = ("overhead", "profile", "listing", "throughput", "disk", "api", "large")
 
 FULL: dict[str, Any] = {
     "overhead": {"n_rounds": 9, "per_round": 30},
@@ -31,6 +31,7 @@ FULL: dict[str, Any] = {
     "throughput": {"seconds": 2.5, "reps": 3},
     "disk": {"threads": 100},
     "api": {"size": 100_000, "list_reps": 50, "decisions": 30},
+    "large": {"n_rounds": 9, "per_round": 5, "threads": 10},
 }
 QUICK: dict[str, Any] = {
     "overhead": {"n_rounds": 3, "per_round": 4},
@@ -39,6 +40,7 @@ QUICK: dict[str, Any] = {
     "throughput": {"seconds": 0.4, "reps": 1},
     "disk": {"threads": 10},
     "api": {"size": 500, "list_reps": 5, "decisions": 3},
+    "large": {"n_rounds": 2, "per_round": 2, "threads": 2},
 }
 
 
@@ -100,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
             _say("6. the HTTP API over loopback next to the same operation in process")
             with clock("api"):
                 results["api"] = api.api(workdir, **plan["api"])
+        if "large" in only:
+            _say("7. large states: a 100 KB and a 1 MB field, cycle time and bytes per finished thread")
+            with clock("large"):
+                results["large"] = large.large(workdir, **plan["large"])
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -111,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
             for name, p in results["profile"].items() if p.get("commits")
         }
     results["targets"] = setups.targets(results)
+    for what, target, measured, met in large.targets(results.get("large", {})):
+        results["targets"].append({"what": what, "target": target, "measured": measured,
+                                   "met": None if args.quick and "cycle" in what else met})
     results["seconds"] = round(time.perf_counter() - t_start, 1)
     results["seconds_by_figure"] = took
     out = Path(args.out)
