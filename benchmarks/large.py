@@ -157,7 +157,8 @@ def _cycles(workdir: Path, data: dict[str, str], *, n_rounds: int, per_round: in
     variants["ours"] = _ours_cycle(runner, data)
     closers.append(runner.close)
     try:
-        times = rounds(variants, n_rounds=n_rounds, per_round=per_round, warmup=2)
+        cpu: dict[str, list[float]] = {}
+        times = rounds(variants, n_rounds=n_rounds, per_round=per_round, warmup=2, cpu_out=cpu)
     finally:
         for close in closers:
             close()
@@ -165,6 +166,7 @@ def _cycles(workdir: Path, data: dict[str, str], *, n_rounds: int, per_round: in
     return {
         "ms_per_cycle": {name: summary([t * 1000 for t in ts], 2) for name, ts in times.items()},
         "ratios": {f"{a} / {b}": summary(ratios(times, a, b), 3) for a, b in PAIRS},
+        "cpu_ratios": {f"{a} / {b}": summary(ratios(cpu, a, b), 3) for a, b in PAIRS},
     }
 
 

@@ -132,6 +132,8 @@ def print_report(results: dict[str, Any]) -> None:
                                                "B/finished ours", "B/finished plain", "ours - plain"], rows)
         for label, e in lg["sizes"].items():
             o, p = e["bytes"]["ours"]["finished"], e["bytes"]["plain_exit"]["finished"]
+            cpu = e["cycle"].get("cpu_ratios", {})
+            print(f"   {label} CPU time (all threads) ratios: " + ", ".join(f"{k} {_mmm(v, 'x')}" for k, v in cpu.items()))
             print(f"   {label} finished, by table: " + ", ".join(f"{k} {v:,} (plain {p.get(k, 0):,})"
                                                              for k, v in o.items() if k != "total"))
     if tg := results.get("targets"):

@@ -11,8 +11,8 @@ the ledger is found, and `recover` will not apply it).
 
 Large values are not copied into the log: a review's payload is stored once, in the ledger, and
 its `review_requested` entry commits to it by `payload_hash` (`content_hash` of the payload), so
-`verify` finds a payload edited in the ledger; a run's input is recorded by its `input_hash` and
-size, and the input itself stays in the checkpoints (until the first one, in a side table `recover`
+`verify` finds a payload edited in the ledger; a run's `started` entry names the input's fields,
+and the input itself stays in the checkpoints (until the first one, in a side table `recover`
 reads).
 
 What it does not stop on its own: whoever can write the file can rebuild the whole chain from

@@ -1,9 +1,9 @@
-"""Large states: the audit log commits to large values by their hash and never holds a copy.
+"""Large states: the audit log never holds a copy of a large value.
 
 A run's input lives in its checkpoints (and, until the first one, in a side table `recover` reads);
-a review's payload lives once, in its ledger row, and its `review_requested` entry keeps the hash,
-so an edit to either still shows in `hitl audit verify`. A database written before this keeps its
-entries as they were and upgrades in place.
+the log names its fields. A review's payload lives once, in its ledger row; its `review_requested`
+entry keeps the payload's hash, so an edit to the payload still shows in `hitl audit verify`. A
+database written before this keeps its entries as they were and upgrades in place.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def _doc_graph() -> StateGraph[Doc]:
 @pytest.mark.parametrize("durability", ["exit", "sync"])
 def test_the_run_input_is_not_copied_into_the_audit_log(db: str, durability: str) -> None:
     """With either way of recording a start (with the first pause, or before the run), the log
-    keeps the input's hash only, and nothing of the input stays outside the checkpoints."""
+    names the input's fields only, and nothing of the input stays outside the checkpoints."""
     with Runner.open(db, workflows=[Workflow("doc", _doc_graph, durability=durability)]) as runner:  # type: ignore[arg-type]
         paused = runner.start("doc", {"document": DOCUMENT})
         assert paused.status == "paused" and paused.state["document"] == DOCUMENT
@@ -65,7 +65,7 @@ def test_the_run_input_is_not_copied_into_the_audit_log(db: str, durability: str
         assert runner.audit_verify().ok
     assert DOCUMENT[:200] not in out.getvalue() and len(out.getvalue()) < 4_000
     started = json.loads(out.getvalue().splitlines()[0])
-    assert started["event"] == "started" and started["data"] == {"input_hash": content_hash({"document": DOCUMENT})}
+    assert started["event"] == "started" and started["data"] == {"input_keys": ["document"]}
     conn = sqlite3.connect(db)
     try:
         assert conn.execute("SELECT count(*) FROM hitl_inputs").fetchone() == (0,)

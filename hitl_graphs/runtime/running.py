@@ -16,7 +16,7 @@ from hitl_graphs.errors import (
     UnknownThreadError,
 )
 from hitl_graphs.gate import to_json
-from hitl_graphs.audit import Event, content_hash
+from hitl_graphs.audit import Event
 from hitl_graphs.storage.base import NewThread, ReviewRow, Synced, ThreadRow
 from hitl_graphs.pauses import Pause, pause_from_output, read_pause
 from hitl_graphs.registry import Workflow
@@ -59,9 +59,10 @@ class RunFlows:
         graph = self.graph(name)
         data = dict(input if input is not None else (wf.example_input or {}))
         given = to_json(data)
-        # the log commits to the input by its hash; the input itself is in the checkpoints (and,
-        # until the first one, where `recover` reads it)
-        new = NewThread(name, actor, {"input_hash": content_hash(given)}, given)
+        # the log names the input's fields; the input itself is in the checkpoints (and, until the
+        # first one, where `recover` reads it). Not hashed: canonical JSON of a 1 MB input costs
+        # more CPU than LangGraph's whole cycle spends on it.
+        new = NewThread(name, actor, {"input_keys": sorted(map(str, given)) if isinstance(given, dict) else None}, given)
         if thread_id is None and self._durability(wf, graph) == "exit" and getattr(self.store.saver, "commits_with_ledger", False):
             # nobody knows this id before the run returns and the run writes nothing before it
             # stops: the thread's start is recorded with its first pause, in one transaction

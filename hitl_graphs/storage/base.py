@@ -55,7 +55,7 @@ class NewThread:
     workflow: str
     started_by: str | None
     data: dict[str, Any]
-    """The `started` entry's data: what the audit log keeps (the input's hash, never the input)."""
+    """The `started` entry's data: what the audit log keeps (the input's field names, never the input)."""
     input: Any = None
     """The run's input (JSON), kept outside the log only until the thread's first checkpoint
     holds it: what `recover` runs again when a run died before writing one."""
