@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import api, figures, postgres, setups
+from benchmarks import api, figures, large, postgres, setups
 from benchmarks.graphs import ours_graph_source
 from benchmarks.report import print_report
 
-FIGURES = ("overhead", "profile", "listing", "throughput", "disk", "api", "postgres")
+FIGURES = ("overhead", "profile", "listing", "throughput", "disk", "api", "postgres", "large")
 
 FULL: dict[str, Any] = {
     "overhead": {"n_rounds": 9, "per_round": 30},
@@ -34,6 +34,7 @@ FULL: dict[str, Any] = {
     "postgres": {"workers": [1, 2, 4, 8], "seconds": 2.0, "reps": 3, "audit_workers": [1, 2, 4, 8], "audit_seconds": 1.0,
                  "listing": {"sizes": [1_000, 10_000, 100_000], "reps": 30, "plain_reps": {1_000: 3, 10_000: 1},
                              "resume_samples": 30}},
+    "large": {"n_rounds": 9, "per_round": 5, "threads": 10},
 }
 QUICK: dict[str, Any] = {
     "overhead": {"n_rounds": 3, "per_round": 4},
@@ -44,6 +45,7 @@ QUICK: dict[str, Any] = {
     "api": {"size": 500, "list_reps": 5, "decisions": 3},
     "postgres": {"workers": [1, 2], "seconds": 0.5, "reps": 1, "audit_workers": [1, 2], "audit_seconds": 0.3,
                  "listing": {"sizes": [100, 1_000], "reps": 5, "plain_reps": {100: 1}, "resume_samples": 3}},
+    "large": {"n_rounds": 2, "per_round": 2, "threads": 2},
 }
 
 
@@ -109,6 +111,10 @@ def main(argv: list[str] | None = None) -> int:
             _say("7. PostgreSQL (fsync on): 1-8 worker processes, the audit chain under contention, listing and resuming")
             with clock("postgres"):
                 results["postgres"] = postgres.postgres(workdir, **plan["postgres"])
+        if "large" in only:
+            _say("8. large states: a 100 KB and a 1 MB field, cycle time and bytes per finished thread")
+            with clock("large"):
+                results["large"] = large.large(workdir, **plan["large"])
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -120,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
             for name, p in results["profile"].items() if p.get("commits")
         }
     results["targets"] = setups.targets(results)
+    for what, target, measured, met in large.targets(results.get("large", {})):
+        results["targets"].append({"what": what, "target": target, "measured": measured,
+                                   "met": None if args.quick and "cycle" in what else met})
     results["seconds"] = round(time.perf_counter() - t_start, 1)
     results["seconds_by_figure"] = took
     out = Path(args.out)

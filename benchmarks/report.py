@@ -120,6 +120,24 @@ def print_report(results: dict[str, Any]) -> None:
                     f"+{dec['api_minus_in_process_median_ms']} ms (target <= {dec['target_ms']} ms)"]])
     if pg := results.get("postgres"):
         _postgres(out, pg)
+    if lg := results.get("large"):
+        rows = []
+        for label, e in lg["sizes"].items():
+            ms, b = e["cycle"]["ms_per_cycle"], e["bytes"]
+            rows.append([label, _mmm(ms["ours"], " ms"), _mmm(ms["plain_exit"], " ms"),
+                         _mmm(e["cycle"]["ratios"]["ours / plain_exit"], "x"),
+                         _mmm(e["cycle"]["ratios"]["ours / plain_exit_reused_threads"], "x"),
+                         f"{b['ours']['finished'].get('total', 0):,}", f"{b['plain_exit']['finished'].get('total', 0):,}",
+                         f"{b['ours_minus_plain_finished']:+,}"])
+        out.table(f"8. large states ({lg['rounds']} rounds x {lg['cycles_per_round']} cycles; bytes over "
+                  f"{lg['threads']} threads)", ["field", "ours", "plain exit", "ours / plain", "ours / plain reused",
+                                               "B/finished ours", "B/finished plain", "ours - plain"], rows)
+        for label, e in lg["sizes"].items():
+            o, p = e["bytes"]["ours"]["finished"], e["bytes"]["plain_exit"]["finished"]
+            cpu = e["cycle"].get("cpu_ratios", {})
+            print(f"   {label} CPU time (all threads) ratios: " + ", ".join(f"{k} {_mmm(v, 'x')}" for k, v in cpu.items()))
+            print(f"   {label} finished, by table: " + ", ".join(f"{k} {v:,} (plain {p.get(k, 0):,})"
+                                                             for k, v in o.items() if k != "total"))
     if tg := results.get("targets"):
         out.table("targets (met: - when not judged: a quick run, or fewer than 100,000 threads)",
                   ["what", "target", "measured", "met"],

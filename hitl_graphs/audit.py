@@ -9,6 +9,12 @@ holds the ledger to the log: every thread in the ledger must have entries, and e
 ledger says was decided must have the decision the log records (a decision written straight into
 the ledger is found, and `recover` will not apply it).
 
+Large values are not copied into the log: a review's payload is stored once, in the ledger, and
+its `review_requested` entry commits to it by `payload_hash` (`content_hash` of the payload), so
+`verify` finds a payload edited in the ledger; a run's `started` entry names the input's fields,
+and the input itself stays in the checkpoints (until the first one, in a side table `recover`
+reads).
+
 What it does not stop on its own: whoever can write the file can rebuild the whole chain from
 scratch, or cut whole threads off its end with their ledger rows and fix the head row. Two
 defences, either or both:
@@ -44,7 +50,7 @@ import hmac
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -75,6 +81,16 @@ def entry_hash(prev_hash: str, seq: int, thread_id: str, review_id: str | None, 
     if key is None:
         return hashlib.sha256(body).hexdigest()
     return f"{_KEYED}{key_id(key)}:{hmac.new(key, body, hashlib.sha256).hexdigest()}"
+
+
+def content_hash(value: Any) -> str:
+    """SHA-256 of a JSON value's canonical form (sorted keys, no spaces): what an entry records
+    in place of a large value (a review's payload, a run's input) to commit to its content.
+
+    Example:
+        >>> content_hash({"b": 1, "a": [2]}) == content_hash({"a": [2], "b": 1})
+        True"""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
 @functools.lru_cache(maxsize=8)
@@ -261,14 +277,16 @@ def verify(
     *,
     threads: Sequence[str] = (),
     reviews: Sequence[tuple[str, str, str, dict[str, Any] | None]] = (),
+    payloads: Iterable[tuple[str, str, Any]] = (),
     key: bytes | None = None,
     expect_heads: Sequence[AuditHead] = (),
 ) -> AuditReport:
     """Walk the whole chain (`rows`, in order) and report the first entry that was edited, deleted
     or reordered, a missing or wrong head, a thread or a ledger decision the log does not record
     (`threads`: the ledger's thread ids; `reviews`: its decided and applied reviews as
-    `(thread_id, review_id, status, decision)`), or a head kept elsewhere (`expect_heads`) that is
-    no longer in the log. Keyed entries are checked with `key` (reported as unverifiable without
+    `(thread_id, review_id, status, decision)`), a review payload the ledger shows that is not the
+    one its `review_requested` entry committed to (`payloads`: `(thread_id, review_id, payload)`
+    of every review), or a head kept elsewhere (`expect_heads`) that is no longer in the log. Keyed entries are checked with `key` (reported as unverifiable without
     it); with `key`, at least one entry must be keyed. Each store reads its rows and calls this.
 
     Example:
@@ -288,6 +306,7 @@ def verify(
     hashes: dict[int, str] = {}
     logged: set[str] = set()
     decided: dict[tuple[str, str], dict[str, Any]] = {}
+    asked: dict[tuple[str, str], str] = {}  # the payload hash each review_requested entry commits to
 
     def broken(seq: int | None, problem: str) -> AuditReport:
         return AuditReport(False, checked, prev, seq, problem, expected_seq - 1, keyed_from is not None and key is not None,
@@ -315,6 +334,10 @@ def verify(
         logged.add(thread_id)
         if event == "decided" and review_id is not None:
             decided[(thread_id, review_id)] = decision_of(json.loads(data))
+        elif event == "review_requested" and review_id is not None:
+            shown = json.loads(data).get("payload_hash")
+            if isinstance(shown, str) and shown:
+                asked[(thread_id, review_id)] = shown
         hashes[seq] = digest
         prev, expected_seq, checked = digest, seq + 1, checked + 1
     last = expected_seq - 1
@@ -343,6 +366,11 @@ def verify(
         if decision is not None and decision != recorded:
             return broken(None, f"review {review_id!r} of thread {thread_id!r} holds a decision other than the one the "
                                 "log records: the ledger was edited")
+    for thread_id, review_id, payload in payloads:
+        committed = asked.get((thread_id, review_id))
+        if committed is not None and content_hash(payload) != committed:
+            return broken(None, f"review {review_id!r} of thread {thread_id!r} shows a payload other than the one the "
+                                "log committed to (its payload_hash): the ledger was edited")
     if unverified is not None:
         return broken(unverified[0], f"entries {unverified[0]}..{last} are keyed (key id {unverified[1]}): set {KEY_ENV} "
                                      "to the key they were written with to verify them")
@@ -353,11 +381,19 @@ def verify(
                        kept_heads=len(expect_heads))
 
 
-def export(rows: Iterable[Row], out: TextIO) -> int:
-    """Write entries as JSON Lines (one entry per line, with its hashes); returns the count."""
+def export(rows: Iterable[Row], out: TextIO, *, payloads: Mapping[tuple[str, str], Any] | None = None) -> int:
+    """Write entries as JSON Lines (one entry per line, with its hashes); returns the count.
+
+    Each entry's `data` is written as stored (what its hash covers). A `review_requested` entry
+    also gets the payload the ledger holds (`payloads`, by thread and review id) beside it, as
+    `payload`: its `content_hash` is the entry's `data.payload_hash` unless the ledger was edited."""
     count = 0
     for seq, tid, review_id, event, actor, data, at, prev_hash, digest in rows:
-        out.write(json.dumps({"seq": seq, "thread_id": tid, "review_id": review_id, "event": event, "actor": actor,
-                              "data": json.loads(data), "at": at, "prev_hash": prev_hash, "hash": digest}) + "\n")
+        line = {"seq": seq, "thread_id": tid, "review_id": review_id, "event": event, "actor": actor,
+                "data": json.loads(data), "at": at, "prev_hash": prev_hash, "hash": digest}
+        if payloads is not None and event == "review_requested" and review_id is not None \
+                and "payload" not in line["data"] and (tid, review_id) in payloads:
+            line["payload"] = payloads[(tid, review_id)]
+        out.write(json.dumps(line) + "\n")
         count += 1
     return count

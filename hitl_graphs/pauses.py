@@ -19,7 +19,6 @@ whose tasks all finished but whose checkpoint was never written taken for a fini
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -27,6 +26,7 @@ from typing import Any
 
 from langgraph.types import StateSnapshot
 
+from hitl_graphs.audit import content_hash
 from hitl_graphs.decisions import DEFAULT_KINDS
 from hitl_graphs.gate import PLAIN_KIND, read_gate, to_json
 from hitl_graphs.interop import langchain_agents
@@ -236,7 +236,7 @@ def _default(spec: dict[str, Any]) -> dict[str, Any] | None:
 
 def payload_hash(payload: Any) -> str:
     """SHA-256 of a payload's canonical JSON: what binds a decision to what was shown."""
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
+    return content_hash(payload)
 
 
 def _created(snapshot: StateSnapshot) -> datetime:

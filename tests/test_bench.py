@@ -48,6 +48,12 @@ def test_quick_benchmark_reports_every_figure(tmp_path: Path) -> None:
         assert disk[name]["paused"]["total"] > 0
         assert disk[name]["finished"]["total"] >= disk[name]["paused"]["total"]
 
+    large = results["large"]["sizes"]
+    for label in ("100KB", "1MB"):  # a large field costs its bytes once, in the checkpoints, as in plain LangGraph
+        assert large[label]["cycle"]["ratios"]["ours / plain_exit"]["median"] > 0
+        assert large[label]["bytes"]["plain_exit"]["finished"]["total"] > 0
+        assert large[label]["bytes"]["ours_minus_plain_finished"] <= 2048, large[label]["bytes"]
+
     assert results["targets"]
     assert "1. one pause+resume cycle" in run.stdout
 

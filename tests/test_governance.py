@@ -187,8 +187,8 @@ def test_audit_records_who_what_originals_and_refusals(runner: Driven) -> None:
     assert len(entries) == count
     events = [e["event"] for e in entries]
     assert events == ["started", "review_requested", "refused", "decided", "applied", "completed"]
-    requested = entries[1]["data"]
-    assert requested["payload"] == {"to": "acme", "amount": 120} and len(requested["payload_hash"]) == 64
+    requested = entries[1]["data"]  # the entry commits to the payload by its hash; the export adds the payload
+    assert entries[1]["payload"] == {"to": "acme", "amount": 120} and len(requested["payload_hash"]) == 64
     refused = entries[2]
     assert refused["actor"] == "eve" and "expects int" in refused["data"]["error"]
     decided = entries[3]

@@ -102,7 +102,7 @@ def test_the_person_sees_numbered_steps_before_anything_runs(runner: Driven) -> 
     assert effects() == ["plan:v1", "notify:plan-v1"]
     assert (review.kind, review.node, review.position, review.key) == ("plan", "review_plan", "before", "plan-v1")
     assert review.payload == {"task": "ship it", "version": 1, "plan": ["a", "b", "c"],
-                              "numbered": ["1. a", "2. b", "3. c"], "done": []}
+                              "numbered": ["1. a", "2. b", "3. c"], "done": [], "done_count": 0}
     assert review.title == "Plan v1 (3 steps) for: ship it"
     assert (review.allowed, review.editable) == (("approve", "modify", "reject"), ("plan",))
     assert runner.pending(workflow="plan-fx") == [review]

@@ -260,6 +260,31 @@ def test_a_first_run_records_its_start_with_its_end(store: Store) -> None:
     assert [e.event for e in store.ledger.history("t9")] == ["started", "completed"]
 
 
+def test_a_run_input_is_kept_outside_the_log_until_a_checkpoint_holds_it(store: Store, other: Store) -> None:
+    """The log records the start, never the input; the input is kept for `recover` only while no
+    settled checkpoint (paused or done) holds it."""
+    from hitl_graphs.storage import NewThread
+
+    given = {"document": "x" * 5_000}
+    with store.marks.hold() as owner:
+        store.ledger.create_thread("t1", "wf", owner=owner, lease_until=time.time() + 60, data={"input_hash": "h1"},
+                                   input=given)
+    assert other.ledger.started_input("t1") == given
+    store.ledger.sync("t1", status="failed", outcome=None, error="died", pending=[])
+    assert other.ledger.started_input("t1") == given  # no checkpoint yet: recover needs it
+    store.ledger.sync("t1", status="paused", outcome=None, error=None, pending=[(review("t1", "r1"), "ck1")])
+    assert other.ledger.started_input("t1") is None
+    store.ledger.sync("t2", status="paused", outcome=None, error=None, pending=[(review("t2", "r2"), "ck1")],
+                      new=NewThread("wf", "ana", {"input_hash": "h2"}, given))
+    store.ledger.sync("t3", status="failed", outcome=None, error="died", pending=[],
+                      new=NewThread("wf", "ana", {"input_hash": "h3"}, given))
+    assert (other.ledger.started_input("t2"), other.ledger.started_input("t3")) == (None, given)
+    out = io.StringIO()
+    store.audit.export(out)
+    assert "x" * 100 not in out.getvalue()
+    assert [e.data for e in store.ledger.history("t1") if e.event == "started"] == [{"input_hash": "h1"}]
+
+
 # -- the audit chain -----------------------------------------------------------------------------
 
 

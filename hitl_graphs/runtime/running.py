@@ -58,7 +58,11 @@ class RunFlows:
         wf = self.workflow(name)
         graph = self.graph(name)
         data = dict(input if input is not None else (wf.example_input or {}))
-        new = NewThread(name, actor, {"input": to_json(data)})
+        given = to_json(data)
+        # the log names the input's fields; the input itself is in the checkpoints (and, until the
+        # first one, where `recover` reads it). Not hashed: canonical JSON of a 1 MB input costs
+        # more CPU than LangGraph's whole cycle spends on it.
+        new = NewThread(name, actor, {"input_keys": sorted(map(str, given)) if isinstance(given, dict) else None}, given)
         if thread_id is None and self._durability(wf, graph) == "exit" and getattr(self.store.saver, "commits_with_ledger", False):
             # nobody knows this id before the run returns and the run writes nothing before it
             # stops: the thread's start is recorded with its first pause, in one transaction
@@ -75,7 +79,7 @@ class RunFlows:
         thread_id = thread_id or uuid.uuid4().hex
         with self.store.marks.hold() as owner:
             yield from call(self.ledger.create_thread, thread_id, name, owner=owner, lease_until=time.time() + self.lease,
-                            data=new.data, actor=actor)
+                            data=new.data, actor=actor, input=new.input)
             return (yield from self._run(wf, graph, thread_id, data, outcome_if_done="completed"))
 
     def _pending(self: Runner, workflow: str | None, roles: Sequence[str] | None, limit: int, offset: int) -> Flow[list[ReviewRequest]]:

@@ -55,6 +55,10 @@ class NewThread:
     workflow: str
     started_by: str | None
     data: dict[str, Any]
+    """The `started` entry's data: what the audit log keeps (the input's field names, never the input)."""
+    input: Any = None
+    """The run's input (JSON), kept outside the log only until the thread's first checkpoint
+    holds it: what `recover` runs again when a run died before writing one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,8 +156,9 @@ class LedgerStore(Protocol):
         ...
 
     def create_thread(self, thread_id: str, workflow: str, *, owner: str, lease_until: float, data: dict[str, Any],
-                      actor: str | None = None) -> None:
-        """Record a thread about to start. Raises `ThreadExistsError` for an id already used."""
+                      actor: str | None = None, input: Any = None) -> None:
+        """Record a thread about to start (`data`: its `started` entry; `input`: kept until its
+        first checkpoint, see `NewThread`). Raises `ThreadExistsError` for an id already used."""
         ...
 
     def thread(self, thread_id: str) -> ThreadRow | None: ...
@@ -214,7 +219,8 @@ class LedgerStore(Protocol):
     def add_events(self, thread_id: str, events: Sequence[Event]) -> None: ...
 
     def started_input(self, thread_id: str) -> Any:
-        """The input the thread was started with (JSON), None if none was recorded."""
+        """The input the thread was started with (JSON), while no checkpoint holds it yet; None
+        if none is kept."""
         ...
 
     def history(self, thread_id: str) -> list[HistoryEntry]: ...

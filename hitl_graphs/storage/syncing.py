@@ -7,10 +7,12 @@ only runs the SQL. (Two copies of these rules, one per dialect, would drift.)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from hitl_graphs.audit import Event
+from hitl_graphs.audit import Event, content_hash
 from hitl_graphs.reviews import Outcome, ReviewRequest, ThreadStatus
 from hitl_graphs.storage.base import Synced, ThreadRow
 
@@ -79,13 +81,33 @@ def plan_sync(
 
 
 def requested(review: ReviewRequest) -> Event:
-    """The history entry of a new review: what the person is shown, and its hash."""
+    """The history entry of a new review: what the person is shown, by its hash.
+
+    The payload itself is stored once, in the review's ledger row (a template's payload can be
+    large, and it grows with a plan's steps); the entry's `payload_hash` commits the chain to it,
+    so `verify` finds a payload edited there, and the ledger's history reads put it back in.
+    """
     return Event("review_requested", review.review_id, data={
         "node": review.node, "kind": review.kind, "position": review.position, "title": review.title,
-        "payload": review.payload, "payload_hash": review.payload_hash,
+        "payload_hash": review.payload_hash or content_hash(review.payload),
         "required_role": review.required_role,
         "deadline": review.deadline.isoformat() if review.deadline else None,
     })
+
+
+def with_payload(event: str, data: dict[str, Any], request: str | None) -> dict[str, Any]:
+    """A history entry's data as a person reads it: a `review_requested` entry gets its payload
+    back from the review's ledger row (`request`, its JSON), where it is stored once; entries
+    written before that change hold theirs already."""
+    if event != "review_requested" or request is None or "payload" in data:
+        return data
+    return {**data, "payload": json.loads(request).get("payload")}
+
+
+def keeps_input(status: ThreadStatus) -> bool:
+    """Whether a thread's input must be kept outside its checkpoints: until a settled run (paused
+    or done) has committed a checkpoint that holds it, `recover` may need to run it again."""
+    return status not in ("paused", "done")
 
 
 def ended(prev_status: ThreadStatus, prev_outcome: Outcome | None, status: ThreadStatus, outcome: Outcome | None,

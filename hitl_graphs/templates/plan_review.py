@@ -176,10 +176,13 @@ def create_plan_review_graph(
         versions = list(state["plan_versions"])
         proposal = versions[-1]
         done = state.get("results") or []
+        # what ran since the person last looked (under the plan reviewed before this one), not
+        # every result so far: the payload is stored with each review and would grow with the run
+        since = versions[-2]["after_step"] if len(versions) > 1 else 0
         decision = request_review(
             "plan",
             {"task": state.get("task", ""), "version": proposal["version"], "plan": proposal["steps"],
-             "numbered": numbered(proposal["steps"]), "done": done},
+             "numbered": numbered(proposal["steps"]), "done": done[since:], "done_count": len(done)},
             title=f"Plan v{proposal['version']} ({_count(len(proposal['steps']), 'step')}"
                   f"{f', {len(done)} done' if done else ''}) for: {short(state.get('task', ''))}",
             allowed=_DECISIONS,

@@ -88,21 +88,25 @@ class PostgresAudit:
             reviews = c.execute(
                 "SELECT thread_id, review_id, status, decision FROM hitl_reviews WHERE status IN ('decided', 'applied') "
                 "ORDER BY thread_id, review_id").fetchall()
+            requests = c.execute("SELECT thread_id, review_id, request FROM hitl_reviews").fetchall()
             threads = [r["thread_id"] for r in c.execute("SELECT thread_id FROM hitl_threads ORDER BY created_at, thread_id")]
         return audit.verify(
             rows, (head["seq"], head["hash"]) if head else None, threads=threads,
             reviews=[(r["thread_id"], r["review_id"], r["status"], _json(r["decision"])) for r in reviews],
+            payloads=((r["thread_id"], r["review_id"], json.loads(r["request"]).get("payload")) for r in requests),
             key=self.key, expect_heads=expect_heads,
         )
 
     def export(self, out: TextIO, *, thread_id: str | None = None) -> int:
         """Write the log (or one thread's entries) as JSON Lines; returns the count."""
-        sql, args = f"SELECT {_COLUMNS} FROM hitl_events", ()
+        sql, args, requests = f"SELECT {_COLUMNS} FROM hitl_events", (), "SELECT thread_id, review_id, request FROM hitl_reviews"
         if thread_id is not None:
-            sql, args = sql + " WHERE thread_id = %s", (thread_id,)
-        with self.pool.connection() as c:
+            sql, args, requests = sql + " WHERE thread_id = %s", (thread_id,), requests + " WHERE thread_id = %s"
+        with self.pool.connection() as c, c.transaction():
             rows = [_row(r) for r in c.execute(sql + " ORDER BY seq", args)]
-        return audit.export(rows, out)
+            shown = {(r["thread_id"], r["review_id"]): json.loads(r["request"]).get("payload")
+                     for r in c.execute(requests, args)}
+        return audit.export(rows, out, payloads=shown)
 
 
 def _json(text: str | None) -> dict[str, Any] | None:

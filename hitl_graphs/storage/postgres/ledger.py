@@ -46,7 +46,7 @@ from hitl_graphs.errors import (
 )
 from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStatus
 from hitl_graphs.storage.base import Liveness, NewThread, ReviewRow, Synced, ThreadRow
-from hitl_graphs.storage.syncing import ended, plan_sync, synced
+from hitl_graphs.storage.syncing import ended, keeps_input, plan_sync, synced, with_payload
 from hitl_graphs.storage.postgres.audit import append
 from hitl_graphs.storage.postgres.queue import CHANNEL, DB_NOW
 
@@ -88,12 +88,12 @@ class PostgresLedger:
     # -- threads ---------------------------------------------------------------------------
 
     def create_thread(self, thread_id: str, workflow: str, *, owner: str, lease_until: float, data: dict[str, Any],
-                      actor: str | None = None) -> None:
+                      actor: str | None = None, input: Any = None) -> None:
         with self._tx() as c:
-            self._insert_thread(c, thread_id, NewThread(workflow, actor, data), owner, lease_until, time.time())
+            self._insert_thread(c, thread_id, NewThread(workflow, actor, data, input), owner, lease_until, time.time())
 
     def _insert_thread(self, c: Conn, thread_id: str, new: NewThread, owner: str | None, lease_until: float | None,
-                       now: float) -> None:
+                       now: float, *, keep_input: bool = True) -> None:
         inserted = c.execute(
             f"INSERT INTO hitl_threads ({_THREAD}) VALUES (%s, %s, 'running', NULL, NULL, %s, {DB_NOW} + %s, %s, %s, %s) "
             "ON CONFLICT (thread_id) DO NOTHING RETURNING thread_id",
@@ -103,6 +103,9 @@ class PostgresLedger:
             row = c.execute("SELECT status FROM hitl_threads WHERE thread_id = %s", (thread_id,)).fetchone()
             status = row["status"] if row else "?"
             raise ThreadExistsError(f"thread {thread_id!r} already exists (status {status}); resume it or start with another id")
+        if keep_input and new.input is not None:
+            c.execute("INSERT INTO hitl_inputs VALUES (%s, %s) ON CONFLICT (thread_id) DO UPDATE SET input = EXCLUDED.input",
+                      (thread_id, json.dumps(new.input)))
         self._append(c, thread_id, [Event("started", actor=new.started_by, data=new.data)], now)
 
     def thread(self, thread_id: str) -> ThreadRow | None:
@@ -215,7 +218,8 @@ class PostgresLedger:
         now = time.time()
         with self._tx() as c:
             if new is not None:
-                self._insert_thread(c, thread_id, new, None, None, now)  # its start first in the history
+                self._insert_thread(c, thread_id, new, None, None, now,  # its start first in the history
+                                    keep_input=keeps_input(status))
             known = {r["review_id"]: (r["status"], r["request"]) for r in c.execute(
                 "SELECT review_id, status, request FROM hitl_reviews WHERE thread_id = %s "
                 "ORDER BY created_at, review_id FOR UPDATE", (thread_id,))}
@@ -239,6 +243,8 @@ class PostgresLedger:
             prev = ThreadRow(**got)
             c.execute("UPDATE hitl_threads SET status = %s, outcome = %s, error = %s, owner = NULL, lease_until = NULL, "
                       "updated_at = %s WHERE thread_id = %s", (status, outcome, error, now, thread_id))
+            if not keeps_input(status):  # its latest checkpoint holds the input now
+                c.execute("DELETE FROM hitl_inputs WHERE thread_id = %s", (thread_id,))
             self._append(c, thread_id, [*plan.events, *ended(prev.status, prev.outcome, status, outcome, error)], now)
             if (plan.decided and status == "paused") or any(r.deadline is not None for r, _ in plan.added):
                 c.execute("SELECT pg_notify(%s, %s)", (CHANNEL, thread_id))  # sent when this commits
@@ -286,25 +292,33 @@ class PostgresLedger:
             self._append(c, thread_id, events, time.time())
 
     def started_input(self, thread_id: str) -> Any:
+        kept = self._read("SELECT input FROM hitl_inputs WHERE thread_id = %s", (thread_id,))
+        if kept:
+            return json.loads(kept[0]["input"])
+        # a thread started before inputs left the audit log keeps its input in its `started` entry
         rows = self._read("SELECT data FROM hitl_events WHERE thread_id = %s AND event = 'started' ORDER BY seq LIMIT 1",
                           (thread_id,))
         return json.loads(rows[0]["data"]).get("input") if rows else None
 
     def history(self, thread_id: str) -> list[HistoryEntry]:
-        rows = self._read("SELECT seq, thread_id, review_id, event, actor, data, at FROM hitl_events WHERE thread_id = %s "
-                          "ORDER BY seq", (thread_id,))
-        return [HistoryEntry(seq=r["seq"], thread_id=r["thread_id"], review_id=r["review_id"], event=r["event"],
-                             actor=r["actor"], data=json.loads(r["data"]), at=datetime.fromtimestamp(r["at"], UTC))
-                for r in rows]
+        return self._entries(f"{_ENTRIES} WHERE e.thread_id = %s ORDER BY e.seq", (thread_id,))
 
     def events_after(self, seq: int, *, limit: int = 100) -> list[HistoryEntry]:
         # appends hold the chain's lock until they commit, so seq order is commit order: a
         # follower reading past its cursor never skips an entry committed later with a lower seq
-        rows = self._read("SELECT seq, thread_id, review_id, event, actor, data, at FROM hitl_events WHERE seq > %s "
-                          "ORDER BY seq LIMIT %s", (seq, limit))
+        return self._entries(f"{_ENTRIES} WHERE e.seq > %s ORDER BY e.seq LIMIT %s", (seq, limit))
+
+    def _entries(self, sql: str, args: Sequence[Any]) -> list[HistoryEntry]:
         return [HistoryEntry(seq=r["seq"], thread_id=r["thread_id"], review_id=r["review_id"], event=r["event"],
-                             actor=r["actor"], data=json.loads(r["data"]), at=datetime.fromtimestamp(r["at"], UTC))
-                for r in rows]
+                             actor=r["actor"], data=with_payload(r["event"], json.loads(r["data"]), r["request"]),
+                             at=datetime.fromtimestamp(r["at"], UTC))
+                for r in self._read(sql, args)]
+
+
+# a review's payload is stored once, in its ledger row; its `review_requested` entry gets it back here
+_ENTRIES = ("SELECT e.seq, e.thread_id, e.review_id, e.event, e.actor, e.data, e.at, r.request FROM hitl_events e "
+            "LEFT JOIN hitl_reviews r ON e.event = 'review_requested' AND r.thread_id = e.thread_id "
+            "AND r.review_id = e.review_id")
 
 
 def _length(lease_until: float | None, now: float) -> float | None:

@@ -143,9 +143,17 @@ CREATE TABLE IF NOT EXISTS hitl_deliveries (
 CREATE INDEX IF NOT EXISTS hitl_deliveries_webhook ON hitl_deliveries (webhook_id, id);
 """
 
-MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, LEDGER), (2, TOKENS), (3, WEBHOOKS))
+INPUTS = """
+CREATE TABLE IF NOT EXISTS hitl_inputs (
+    thread_id TEXT PRIMARY KEY,
+    input     TEXT NOT NULL
+);
+"""
+
+MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, LEDGER), (2, TOKENS), (3, WEBHOOKS), (4, INPUTS))
 """(version, DDL) in order. 1: every table SQLite's schema 3 has; 2: API tokens (their hashes);
-3: webhooks, their cursors and the delivery log."""
+3: webhooks, their cursors and the delivery log; 4: run inputs kept outside the audit log until
+the first checkpoint (SQLite's 6)."""
 
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 

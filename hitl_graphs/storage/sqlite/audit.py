@@ -78,19 +78,22 @@ class SqliteAudit:
             reviews = self.conn.execute(
                 "SELECT thread_id, review_id, status, decision FROM hitl_reviews WHERE status IN ('decided', 'applied') "
                 "ORDER BY thread_id, review_id").fetchall()
+            requests = self.conn.execute("SELECT thread_id, review_id, request FROM hitl_reviews").fetchall()
             threads = [r[0] for r in self.conn.execute("SELECT thread_id FROM hitl_threads ORDER BY created_at, thread_id")]
         return audit.verify(rows, tuple(head_row) if head_row else None, threads=threads,
                             reviews=[(t, r, s, _json(d)) for t, r, s, d in reviews],
+                            payloads=((t, r, json.loads(q).get("payload")) for t, r, q in requests),
                             key=key_of(self.conn), expect_heads=expect_heads)
 
     def export(self, out: TextIO, *, thread_id: str | None = None) -> int:
         """Write the log (or one thread's entries) as JSON Lines; returns the count."""
-        sql, args = f"SELECT {_COLUMNS} FROM hitl_events", ()
+        sql, args, requests = f"SELECT {_COLUMNS} FROM hitl_events", (), "SELECT thread_id, review_id, request FROM hitl_reviews"
         if thread_id is not None:
-            sql, args = sql + " WHERE thread_id = ?", (thread_id,)
+            sql, args, requests = sql + " WHERE thread_id = ?", (thread_id,), requests + " WHERE thread_id = ?"
         with self.lock:
             rows = self.conn.execute(sql + " ORDER BY seq", args).fetchall()
-        return audit.export(rows, out)
+            shown = {(t, r): json.loads(q).get("payload") for t, r, q in self.conn.execute(requests, args)}
+        return audit.export(rows, out, payloads=shown)
 
 
 def _json(text: str | None) -> dict[str, Any] | None:

@@ -38,7 +38,7 @@ from hitl_graphs.errors import (
 )
 from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStatus
 from hitl_graphs.storage.base import NewThread, ReviewRow, Synced, ThreadRow
-from hitl_graphs.storage.syncing import ended, plan_sync, synced
+from hitl_graphs.storage.syncing import ended, keeps_input, plan_sync, synced, with_payload
 from hitl_graphs.storage.sqlite.audit import append
 from hitl_graphs.storage.sqlite.connection import write_pending, write_transaction
 from hitl_graphs.storage.sqlite.liveness import RunMarks
@@ -70,15 +70,16 @@ class SqliteLedger:
     # -- threads ---------------------------------------------------------------------------
 
     def create_thread(
-        self, thread_id: str, workflow: str, *, owner: str, lease_until: float, data: dict[str, Any], actor: str | None = None
+        self, thread_id: str, workflow: str, *, owner: str, lease_until: float, data: dict[str, Any], actor: str | None = None,
+        input: Any = None,
     ) -> None:
         """Record a thread about to start; refuses an id already used."""
         with self._tx() as c:
-            self._insert_thread(c, thread_id, NewThread(workflow, actor, data), owner, lease_until, time.time())
+            self._insert_thread(c, thread_id, NewThread(workflow, actor, data, input), owner, lease_until, time.time())
 
     @staticmethod
     def _insert_thread(c: sqlite3.Connection, thread_id: str, new: NewThread, owner: str | None,
-                       lease_until: float | None, now: float) -> None:
+                       lease_until: float | None, now: float, *, keep_input: bool = True) -> None:
         row = c.execute("SELECT status FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone()
         if row is not None:
             raise ThreadExistsError(f"thread {thread_id!r} already exists (status {row[0]}); resume it or start with another id")
@@ -86,6 +87,8 @@ class SqliteLedger:
             "INSERT INTO hitl_threads VALUES (?, ?, 'running', NULL, NULL, ?, ?, ?, ?, ?)",
             (thread_id, new.workflow, owner, lease_until, now, now, new.started_by),
         )
+        if keep_input and new.input is not None:
+            c.execute("INSERT OR REPLACE INTO hitl_inputs VALUES (?, ?)", (thread_id, json.dumps(new.input)))
         append(c, thread_id, [Event("started", actor=new.started_by, data=new.data)], now)
 
     def thread(self, thread_id: str) -> ThreadRow | None:
@@ -259,7 +262,7 @@ class SqliteLedger:
         now = time.time()
         with self._tx(pending_first=new is None) as c:
             if new is not None:
-                self._insert_thread(c, thread_id, new, None, None, now)
+                self._insert_thread(c, thread_id, new, None, None, now, keep_input=keeps_input(status))
                 write_pending(c)  # what the run recorded goes after its start in the history
             known = {rid: (st, req) for rid, st, req in c.execute(
                 "SELECT review_id, status, request FROM hitl_reviews WHERE thread_id = ? ORDER BY created_at, review_id",
@@ -284,6 +287,8 @@ class SqliteLedger:
                 "updated_at = ? WHERE thread_id = ?",
                 (status, outcome, error, now, thread_id),
             )
+            if not keeps_input(status):  # the checkpoint committed with this holds the input now
+                c.execute("DELETE FROM hitl_inputs WHERE thread_id = ?", (thread_id,))
             append(c, thread_id, [*plan.events, *ended(prev.status, prev.outcome, status, outcome, error)], now)
         return synced(plan, replace(prev, status=status, outcome=outcome, error=error, owner=None, lease_until=None,
                                     updated_at=now))
@@ -339,32 +344,33 @@ class SqliteLedger:
             append(c, thread_id, events, time.time())
 
     def started_input(self, thread_id: str) -> Any:
-        """The input the thread was started with (JSON), None if none was recorded."""
+        """The input the thread was started with (JSON), while no checkpoint holds it; None if none is kept."""
+        rows = self._read("SELECT input FROM hitl_inputs WHERE thread_id = ?", (thread_id,))
+        if rows:
+            return json.loads(rows[0][0])
+        # a thread started before inputs left the audit log keeps its input in its `started` entry
         rows = self._read("SELECT data FROM hitl_events WHERE thread_id = ? AND event = 'started' ORDER BY seq LIMIT 1",
                           (thread_id,))
         return json.loads(rows[0][0]).get("input") if rows else None
 
     def history(self, thread_id: str) -> list[HistoryEntry]:
-        rows = self._read(
-            "SELECT seq, thread_id, review_id, event, actor, data, at FROM hitl_events WHERE thread_id = ? ORDER BY seq",
-            (thread_id,),
-        )
-        return [
-            HistoryEntry(seq=seq, thread_id=t, review_id=r, event=e, actor=a, data=json.loads(d),
-                         at=datetime.fromtimestamp(at, UTC))
-            for seq, t, r, e, a, d, at in rows
-        ]
+        return self._entries(f"{_ENTRIES} WHERE e.thread_id = ? ORDER BY e.seq", (thread_id,))
 
     def events_after(self, seq: int, *, limit: int = 100) -> list[HistoryEntry]:
-        rows = self._read(
-            "SELECT seq, thread_id, review_id, event, actor, data, at FROM hitl_events WHERE seq > ? ORDER BY seq LIMIT ?",
-            (seq, limit),
-        )
+        return self._entries(f"{_ENTRIES} WHERE e.seq > ? ORDER BY e.seq LIMIT ?", (seq, limit))
+
+    def _entries(self, sql: str, args: Sequence[Any]) -> list[HistoryEntry]:
         return [
-            HistoryEntry(seq=n, thread_id=t, review_id=r, event=e, actor=a, data=json.loads(d),
+            HistoryEntry(seq=n, thread_id=t, review_id=r, event=e, actor=a, data=with_payload(e, json.loads(d), request),
                          at=datetime.fromtimestamp(at, UTC))
-            for n, t, r, e, a, d, at in rows
+            for n, t, r, e, a, d, at, request in self._read(sql, args)
         ]
+
+
+# a review's payload is stored once, in its ledger row; its `review_requested` entry gets it back here
+_ENTRIES = ("SELECT e.seq, e.thread_id, e.review_id, e.event, e.actor, e.data, e.at, r.request FROM hitl_events e "
+            "LEFT JOIN hitl_reviews r ON e.event = 'review_requested' AND r.thread_id = e.thread_id "
+            "AND r.review_id = e.review_id")
 
 
 def _review_row(row: tuple[Any, ...]) -> ReviewRow:

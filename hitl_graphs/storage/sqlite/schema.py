@@ -23,6 +23,8 @@ The tables:
 - `hitl_feedback`: ratings of finished threads.
 - `hitl_remembered`: approvals remembered per workflow and actor (`AskOncePolicy(scope="workflow")`).
 - `hitl_tokens`: API tokens, as hashes, with the actor and roles each speaks for.
+- `hitl_inputs`: a run's input while no checkpoint holds it yet (what `recover` runs again); the
+  audit log keeps only its hash.
 - `hitl_webhooks` and `hitl_deliveries`: where notifications go, each webhook's cursor into
   `hitl_events` (the history is the outbox) and who is delivering it now; the log of attempts.
 """
@@ -180,16 +182,25 @@ CREATE TABLE IF NOT EXISTS hitl_deliveries (
 CREATE INDEX IF NOT EXISTS hitl_deliveries_webhook ON hitl_deliveries (webhook_id, id);
 """
 
+INPUTS = """
+CREATE TABLE IF NOT EXISTS hitl_inputs (
+    thread_id TEXT PRIMARY KEY,
+    input     TEXT NOT NULL
+) WITHOUT ROWID;
+"""
+
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (1, LEDGER + AUDIT + FEEDBACK + EFFECTS),
     (2, META),
     (3, REMEMBERED),
     (4, TOKENS),
     (5, WEBHOOKS),
+    (6, INPUTS),
 )
 """(version, DDL) in order: what each release added. 1: the tables before versioning; 2: the
 version row; 3: approvals remembered per workflow and actor; 4: API tokens (their hashes);
-5: webhooks, their cursors and the delivery log."""
+5: webhooks, their cursors and the delivery log; 6: run inputs kept outside the audit log until
+the first checkpoint (entries written before keep theirs in the `started` entry)."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 """The schema this release writes."""
