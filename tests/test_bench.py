@@ -14,7 +14,7 @@ def test_quick_benchmark_reports_every_figure(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
     run = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--quick", "--out", str(out), "--workdir", str(tmp_path / "work"),
-         "--only", "overhead,profile,listing,throughput,disk,api"],  # figure 7 (PostgreSQL) has its own test below
+         "--only", "overhead,profile,listing,throughput,disk,api,large"],  # figure 7 (PostgreSQL) has its own test below
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )
     assert run.returncode == 0, run.stderr[-3000:]
