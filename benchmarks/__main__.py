@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import api, figures, setups
+from benchmarks import aio, api, figures, setups
 from benchmarks.graphs import ours_graph_source
 from benchmarks.report import print_report
 
-FIGURES = ("overhead", "profile", "listing", "throughput", "disk", "api")
+FIGURES = ("overhead", "profile", "listing", "throughput", "disk", "api", "async")
 
 FULL: dict[str, Any] = {
     "overhead": {"n_rounds": 9, "per_round": 30},
@@ -31,6 +31,7 @@ FULL: dict[str, Any] = {
     "throughput": {"seconds": 2.5, "reps": 3},
     "disk": {"threads": 100},
     "api": {"size": 100_000, "list_reps": 50, "decisions": 30},
+    "async": {"n_rounds": 9, "per_round": 4},
 }
 QUICK: dict[str, Any] = {
     "overhead": {"n_rounds": 3, "per_round": 4},
@@ -39,6 +40,7 @@ QUICK: dict[str, Any] = {
     "throughput": {"seconds": 0.4, "reps": 1},
     "disk": {"threads": 10},
     "api": {"size": 500, "list_reps": 5, "decisions": 3},
+    "async": {"n_rounds": 2, "per_round": 1},
 }
 
 
@@ -100,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
             _say("6. the HTTP API over loopback next to the same operation in process")
             with clock("api"):
                 results["api"] = api.api(workdir, **plan["api"])
+        if "async" in only:
+            _say("7. async: astart/aresume vs plain async LangGraph, 1 and 8 threads at once from one event loop")
+            with clock("async"):
+                results["async"] = aio.async_figure(workdir, **plan["async"])
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

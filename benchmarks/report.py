@@ -118,6 +118,16 @@ def print_report(results: dict[str, Any]) -> None:
                     f"p50 < {page['target_ms']} ms"],
                    ["a decision (resume)", _mmm(dec["http_loopback"], " ms"), _mmm(dec["in_process_resume"], " ms"),
                     f"+{dec['api_minus_in_process_median_ms']} ms (target <= {dec['target_ms']} ms)"]])
+    if an := results.get("async"):
+        n = an["cycles_per_batch"]
+        out.table(f"7. async cycles ({an['rounds']} rounds x {an['batches_per_round']} batches of {n} cycles), one event loop",
+                  ["setup", "cycles/s", "ms/cycle"],
+                  [[name, _mmm(v["cycles_per_s"]), _mmm(v["ms_per_cycle"])] for name, v in an["variants"].items()])
+        gain = an[f"throughput_{n}_vs_1"]
+        out.table("7. async ratios per round", ["ratio", "x", "target"],
+                  [*[[k, _mmm(v), an["targets"].get(k, "-")] for k, v in an["ratios"].items()],
+                   *[[f"throughput {n} at once / 1 at a time: {k}", _mmm(v), an["targets"].get(f"throughput_{n}_vs_1 {k}", "-")]
+                     for k, v in gain.items()]])
     if tg := results.get("targets"):
         out.table("targets (met: - when not judged: a quick run, or fewer than 100,000 threads)",
                   ["what", "target", "measured", "met"],

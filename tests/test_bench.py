@@ -47,5 +47,9 @@ def test_quick_benchmark_reports_every_figure(tmp_path: Path) -> None:
         assert disk[name]["paused"]["total"] > 0
         assert disk[name]["finished"]["total"] >= disk[name]["paused"]["total"]
 
+    asynchronous = results["async"]
+    assert {"ours_async_1", "ours_async_8", "plain_async_exit_1", "plain_async_exit_8"} == set(asynchronous["variants"])
+    assert asynchronous["throughput_8_vs_1"]["ours"]["median"] > 0
+
     assert results["targets"]
     assert "1. one pause+resume cycle" in run.stdout
