@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import api, figures, large, postgres, setups
+from benchmarks import aio, api, figures, large, postgres, setups
 from benchmarks.graphs import ours_graph_source
 from benchmarks.report import print_report
 
-FIGURES = ("overhead", "profile", "listing", "throughput", "disk", "api", "postgres", "large")
+FIGURES = ("overhead", "profile", "listing", "throughput", "disk", "api", "postgres", "large", "async")
 
 FULL: dict[str, Any] = {
     "overhead": {"n_rounds": 9, "per_round": 30},
@@ -35,6 +35,7 @@ FULL: dict[str, Any] = {
                  "listing": {"sizes": [1_000, 10_000, 100_000], "reps": 30, "plain_reps": {1_000: 3, 10_000: 1},
                              "resume_samples": 30}},
     "large": {"n_rounds": 9, "per_round": 5, "threads": 10},
+    "async": {"n_rounds": 9, "per_round": 4},
 }
 QUICK: dict[str, Any] = {
     "overhead": {"n_rounds": 3, "per_round": 4},
@@ -46,6 +47,7 @@ QUICK: dict[str, Any] = {
     "postgres": {"workers": [1, 2], "seconds": 0.5, "reps": 1, "audit_workers": [1, 2], "audit_seconds": 0.3,
                  "listing": {"sizes": [100, 1_000], "reps": 5, "plain_reps": {100: 1}, "resume_samples": 3}},
     "large": {"n_rounds": 2, "per_round": 2, "threads": 2},
+    "async": {"n_rounds": 2, "per_round": 1},
 }
 
 
@@ -115,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
             _say("8. large states: a 100 KB and a 1 MB field, cycle time and bytes per finished thread")
             with clock("large"):
                 results["large"] = large.large(workdir, **plan["large"])
+        if "async" in only:
+            _say("9. async: astart/aresume vs plain async LangGraph, 1 and 8 threads at once from one event loop")
+            with clock("async"):
+                results["async"] = aio.async_figure(workdir, **plan["async"])
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

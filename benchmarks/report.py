@@ -138,6 +138,16 @@ def print_report(results: dict[str, Any]) -> None:
             print(f"   {label} CPU time (all threads) ratios: " + ", ".join(f"{k} {_mmm(v, 'x')}" for k, v in cpu.items()))
             print(f"   {label} finished, by table: " + ", ".join(f"{k} {v:,} (plain {p.get(k, 0):,})"
                                                              for k, v in o.items() if k != "total"))
+    if an := results.get("async"):
+        n = an["cycles_per_batch"]
+        out.table(f"9. async cycles ({an['rounds']} rounds x {an['batches_per_round']} batches of {n} cycles), one event loop",
+                  ["setup", "cycles/s", "ms/cycle"],
+                  [[name, _mmm(v["cycles_per_s"]), _mmm(v["ms_per_cycle"])] for name, v in an["variants"].items()])
+        gain = an[f"throughput_{n}_vs_1"]
+        out.table("9. async ratios per round", ["ratio", "x", "target"],
+                  [*[[k, _mmm(v), an["targets"].get(k, "-")] for k, v in an["ratios"].items()],
+                   *[[f"throughput {n} at once / 1 at a time: {k}", _mmm(v), an["targets"].get(f"throughput_{n}_vs_1 {k}", "-")]
+                     for k, v in gain.items()]])
     if tg := results.get("targets"):
         out.table("targets (met: - when not judged: a quick run, or fewer than 100,000 threads)",
                   ["what", "target", "measured", "met"],

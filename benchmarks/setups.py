@@ -199,6 +199,13 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         add("3. bulk-populated threads resumed through the Runner", "all",
             f"{resume['bulk_threads_resumed_ok']}/{resume['bulk_threads_resumed']}",
             resume["bulk_threads_resumed_ok"] == resume["bulk_threads_resumed"], timing=False)
+    if an := results.get("async"):
+        n = an["cycles_per_batch"]
+        cycle = an["ratios"]["ours_async_1 / plain_async_exit_1"]["median"]
+        add("7. async cycle: astart/aresume vs plain AsyncSqliteSaver, both durability='exit'", "<= 1.15x", cycle, cycle <= 1.15)
+        gain = an[f"throughput_{n}_vs_1"]["ours"]["median"]
+        add(f"7. async: {n} threads resumed at once from one event loop vs one at a time (throughput)", ">= 1.5x", gain,
+            gain >= 1.5)
     for name, entry in results.get("throughput", {}).get("configs", {}).items():
         if "check" in entry:
             add(f"4. {name}: no lost or doubled decisions", "none", entry["check"]["ok"], entry["check"]["ok"], timing=False)

@@ -14,7 +14,7 @@ def test_quick_benchmark_reports_every_figure(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
     run = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--quick", "--out", str(out), "--workdir", str(tmp_path / "work"),
-         "--only", "overhead,profile,listing,throughput,disk,api,large"],  # figure 7 (PostgreSQL) has its own test below
+         "--only", "overhead,profile,listing,throughput,disk,api,large,async"],  # figure 7 (PostgreSQL) has its own test below
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )
     assert run.returncode == 0, run.stderr[-3000:]
@@ -53,6 +53,9 @@ def test_quick_benchmark_reports_every_figure(tmp_path: Path) -> None:
         assert large[label]["cycle"]["ratios"]["ours / plain_exit"]["median"] > 0
         assert large[label]["bytes"]["plain_exit"]["finished"]["total"] > 0
         assert large[label]["bytes"]["ours_minus_plain_finished"] <= 2048, large[label]["bytes"]
+    asynchronous = results["async"]
+    assert {"ours_async_1", "ours_async_8", "plain_async_exit_1", "plain_async_exit_8"} == set(asynchronous["variants"])
+    assert asynchronous["throughput_8_vs_1"]["ours"]["median"] > 0
 
     assert results["targets"]
     assert "1. one pause+resume cycle" in run.stdout

@@ -4,6 +4,17 @@ Every operation of the runner is written once, as a generator that yields the I/
 the graph, read a checkpoint, call the ledger): `Invoke`, `GetState`, `UpdateState`, `Call` (built
 with the typed `call`), `Sleep`. `drive` runs a flow with `invoke` and plain calls; `adrive` with
 `ainvoke` and worker threads. Only the I/O differs (httpx's auth flows serve both clients the same way).
+
+**Hops.** The ledger and the saver are plain (blocking) SQLite or psycopg, so the async driver must
+not run them on the event loop; but each hand-off to a worker thread and back costs a wake-up of
+the loop and of the thread, and the interpreter lock passed between them (on a busy machine up to
+a thread switch interval, 5 ms). So `adrive` does not hop once per effect: it hands the flow
+itself to a worker thread, which runs the flow's Python and every effect that blocks (ledger
+calls, checkpoint reads and updates, and the run of a graph whose nodes are all plain functions,
+which LangGraph's `ainvoke` would send to threads one node at a time anyway) until the flow ends
+or reaches an effect that needs the loop: a `Sleep`, or the run of a graph with `async def` nodes
+(`ainvoke`, on the caller's loop, so those nodes share it). A `resume` of a template is then one
+hop instead of a dozen; only one thread advances a flow at any time.
 """
 
 from __future__ import annotations
@@ -110,6 +121,38 @@ def async_only(graph: Any) -> tuple[str, ...]:
     return found
 
 
+_SYNC_ONLY: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
+def sync_only(graph: Any) -> bool:
+    """Whether every node and routing function of `graph` (subgraphs included) is a plain function.
+
+    Such a graph runs the same with `invoke` as with `ainvoke`, where LangGraph would run each
+    node on a worker thread anyway; so the async driver runs it with `invoke` on the worker thread
+    that already runs the flow. Anything else (an `async def` node, a LangChain runnable with
+    async I/O of its own, such as a chat model) keeps `ainvoke` on the caller's loop. Worked out
+    once per compiled graph."""
+    try:
+        return _SYNC_ONLY[graph]
+    except KeyError:
+        pass
+    runnables = [node.bound for node in graph.nodes.values()]
+    for branches in getattr(getattr(graph, "builder", None), "branches", {}).values():
+        runnables += [branch.path for branch in branches.values()]
+    _SYNC_ONLY[graph] = found = all(_plain_function(r) for r in runnables)
+    return found
+
+
+def _plain_function(runnable: Any) -> bool:
+    if isinstance(runnable, Pregel):
+        return sync_only(runnable)
+    func, afunc = getattr(runnable, "func", None), getattr(runnable, "afunc", None)
+    # LangGraph's RunnableCallable of a plain function: no async twin, or the function itself sent
+    # to an executor (`functools.wraps(func)(partial(run_in_executor, None, func))`); anything it
+    # does not recognise counts as async, which is always correct, only slower
+    return func is not None and (afunc is None or getattr(afunc, "__wrapped__", None) is func)
+
+
 def _needs_async(runnable: Any) -> bool:
     if isinstance(runnable, Pregel):  # a subgraph as a node
         return bool(async_only(runnable))
@@ -174,6 +217,36 @@ async def run_async(effect: Effect) -> Any:
             await asyncio.sleep(seconds)
 
 
+def blocks(effect: Effect) -> bool:
+    """Whether the async driver runs `effect` with the sync I/O on a worker thread (see "Hops")."""
+    match effect:
+        case Call() | GetState() | UpdateState():
+            return True
+        case Invoke(graph=graph):
+            return sync_only(graph)
+        case _:
+            return False
+
+
+def _run_blocking(flow: Flow[T], effect: Effect) -> tuple[bool, Any]:
+    """On a worker thread: run `effect`, then the flow on, through every effect that `blocks`.
+
+    Returns `(True, result)` when the flow ended, `(False, effect)` at an effect for the loop."""
+    while True:
+        send: Any = None
+        error: BaseException | None = None
+        try:
+            send = run_sync(effect)
+        except Exception as exc:  # handed back to the flow, which decides
+            error = exc
+        try:
+            effect = flow.throw(error) if error is not None else flow.send(send)
+        except StopIteration as stop:
+            return True, stop.value
+        if not blocks(effect):
+            return False, effect
+
+
 async def adrive(flow: Flow[T]) -> T:
     send: Any = None
     error: BaseException | None = None
@@ -183,6 +256,10 @@ async def adrive(flow: Flow[T]) -> T:
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
         send, error = None, None
+        if blocks(effect):
+            ended, effect = await asyncio.to_thread(_run_blocking, flow, effect)
+            if ended:
+                return effect  # type: ignore[no-any-return]
         try:
             send = await run_async(effect)
         except Exception as exc:

@@ -11,12 +11,12 @@ from fastapi.responses import StreamingResponse
 from hitl_graphs.identity import Principal
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
 from hitl_graphs.runtime.runner import Runner
-from hitl_graphs.server.auth import authenticate, runner_of
+from hitl_graphs.server.auth import authenticate, current_runner
 from hitl_graphs.server.bodies import DecisionBody, Problem, StartThread
 from hitl_graphs.server.feed import start_cursor, stream
 
 Caller = Annotated[Principal, Depends(authenticate)]
-Run = Annotated[Runner, Depends(runner_of)]
+Run = Annotated[Runner, Depends(current_runner)]
 
 REFUSALS: dict[int | str, dict[str, Any]] = {
     400: {"model": Problem, "description": "The body is not valid JSON."},

@@ -15,6 +15,12 @@ def runner_of(request: Request) -> Runner:
     return runner
 
 
+async def current_runner(request: Request) -> Runner:
+    """`runner_of` as a route dependency. Written `async def` though it never waits: FastAPI runs a
+    plain `def` dependency on a worker thread, and that hop costs more than the lookup."""
+    return runner_of(request)
+
+
 def token_of(request: Request) -> str | None:
     header = request.headers.get("authorization")
     if header:

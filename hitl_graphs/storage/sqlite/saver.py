@@ -259,7 +259,7 @@ class HitlSqliteSaver(SqliteSaver):
         self.commit_deferred()
         return super().get_delta_channel_history(config=config, channels=channels)
 
-    # -- async: the sync methods on a worker thread ------------------------------------------
+    # -- async: the sync methods on a worker thread (rows kept for the next commit: inline) ----
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await asyncio.to_thread(self.get_tuple, config)
@@ -283,6 +283,8 @@ class HitlSqliteSaver(SqliteSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        if self._defers(config):  # kept in memory for the next commit: no I/O, no hop to a thread
+            return self.put(config, checkpoint, metadata, new_versions)
         return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
@@ -292,6 +294,8 @@ class HitlSqliteSaver(SqliteSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        if self._defers(config):
+            return self.put_writes(config, writes, task_id, task_path)
         await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
