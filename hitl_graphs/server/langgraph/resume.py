@@ -28,8 +28,10 @@ SHAPES = ('our decision ({"kind": "approve"}, {"kind": "modify", "patch": {...}}
           '[{"type": "accept", "args": null}], or either keyed by interrupt id ({"<id>": ...})')
 
 
-def decisions(value: Any, pending: Sequence[ReviewRequest], *, actor: str) -> list[tuple[str, Decision]]:
-    """(review id, decision) for each review `value` answers, in the order given.
+def decisions(value: Any, pending: Sequence[ReviewRequest], *, actor: str) -> list[tuple[str | None, Decision]]:
+    """(review id, decision) for each review `value` answers, in the order given; the id is None
+    for an unkeyed answer to a thread with nothing pending (the runner says why: it ended, it was
+    decided by whom).
 
     Raises:
         InvalidDecisionError: not one of the three shapes, an actor in the body, or an unkeyed
@@ -37,6 +39,8 @@ def decisions(value: Any, pending: Sequence[ReviewRequest], *, actor: str) -> li
     """
     by_id = {r.review_id: r for r in pending}
     if _is_answer(value):
+        if not pending:
+            return [(None, _decision(value, None, actor))]
         if len(pending) != 1:
             ids = ", ".join(by_id) or "none"
             raise InvalidDecisionError(

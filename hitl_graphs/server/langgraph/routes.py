@@ -226,7 +226,7 @@ def _check(body: RunCreate) -> str:
     return "start"
 
 
-async def _answers(runner: Runner, caller: Principal, thread_id: str, body: RunCreate) -> list[tuple[str, Decision]]:
+async def _answers(runner: Runner, caller: Principal, thread_id: str, body: RunCreate) -> list[tuple[str | None, Decision]]:
     assert body.command is not None
     view = await runner.ashow(thread_id)
     return resume.decisions(body.command.resume, view.reviews, actor=caller.actor)
