@@ -5,6 +5,9 @@ decides comes from the token (`api_key`, sent as `x-api-key`); every resume is t
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +19,8 @@ from langgraph_sdk import get_client, get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 from langgraph_sdk.errors import APIStatusError
 
-from tests.conftest import fingerprint
-from tests.live_server import Server, token
+from tests.conftest import ROOT, fingerprint, subprocess_env
+from tests.live_server import Server, _free_port, token
 from tests.workflows import effects
 
 ORIGIN = "https://inbox.example.com"
@@ -205,3 +208,24 @@ def test_a_browser_client_may_call_from_the_allowed_origins_only(server: Server)
         assert "access-control-allow-origin" not in inbox.headers
         unauthenticated = browser.post("/langgraph/threads/search", json={}, headers={"Origin": ORIGIN})
         assert unauthenticated.status_code == 401 and "hitl token create" in unauthenticated.json()["detail"]
+
+
+def test_hitl_serve_takes_the_allowed_origins_on_its_command_line(db: str) -> None:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "hitl_graphs.cli", "serve", "--port", str(port), "--cors-origin", ORIGIN],
+                            env=subprocess_env(db, HITL_CORS_ORIGINS=""), cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}/langgraph/info"
+        for _ in range(300):   # until it listens (at most a minute on a busy machine)
+            try:
+                httpx.get(url)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None, "hitl serve exited"
+                time.sleep(0.2)
+        preflight = httpx.options(url, headers={"Origin": ORIGIN, "Access-Control-Request-Method": "GET"})
+        assert preflight.headers.get("access-control-allow-origin") == ORIGIN
+    finally:
+        proc.terminate()
+        proc.wait(30)
