@@ -42,7 +42,7 @@ def create_langgraph_app(state: State, *, status_of: Callable[[HitlError], int],
     Example:
         >>> from hitl_graphs.server import create_app
         >>> app = create_app(db=":memory:", workflows=[], cors_origins=["https://dev.agentinbox.ai"])
-        >>> [r.path for r in app.routes if r.path == "/langgraph"]
+        >>> [getattr(r, "path", None) for r in app.routes if getattr(r, "path", None) == "/langgraph"]
         ['/langgraph']
     """
     app = FastAPI(title="hitl_graphs: the LangGraph Server API subset", version="1",
