@@ -122,6 +122,10 @@ def test_a_resumed_run_streams_its_chunks_as_server_sent_events(server: Server) 
     assert {"review", "pay"} <= {node for p in parts if p.event == "updates" for node in p.data}
     assert [p.data for p in parts if p.event == "values"][-1] == {"to": "acme", "amount": 60, "status": "paid"}
     assert effects() == ["prepare", "pay:acme:60"]
+    started = list(client.runs.stream("t-streamed", "pay", input={"to": "acme", "amount": 7}, if_not_exists="create"))
+    assert [p.event for p in started][0] == "metadata" and started[-1].event == "values"
+    [asked] = started[-1].data["__interrupt__"]   # it paused: our review, as an interrupt to resume by its id
+    assert asked["id"] == server.runner.show("t-streamed").reviews[0].review_id
     refused = httpx.post(f"{server.url}/langgraph/threads/{thread_id}/runs/stream", headers={"x-api-key": token(server, "bo")},
                          json={"assistant_id": "pay", "command": {"resume": {"kind": "approve"}}})
     assert refused.status_code == 409 and "has no pending review" in refused.json()["detail"]   # no event stream, no run

@@ -92,7 +92,7 @@ async def search_threads(body: ThreadSearch, request: Request, caller: Caller, r
     if body.status not in (None, "interrupted"):
         raise HTTPException(422, f"this server lists threads waiting for a person: search with status='interrupted', "
                                  f"or pass ids=[...] to read threads of status {body.status!r}")
-    waiting = await _waiting(runner, caller.roles)
+    waiting = await _waiting(runner, caller.roles, body.offset + body.limit)
     return [shapes.thread(await runner.ashow(t)) for t in waiting[body.offset:body.offset + body.limit]]
 
 
@@ -174,6 +174,8 @@ async def stream_run(thread_id: str, body: RunCreate, request: Request, caller: 
         except Exception as exc:  # the graph raised: the thread is marked failed (see `get_thread`)
             yield _sse("error", {"error": type(exc).__name__, "message": str(exc)})
             return
+        finally:
+            await chunks.aclose()   # a reader who left stops the run where it was; `hitl recover` goes on
         view: ThreadView = chunks.view
         if view.status == "paused":
             for mode in ("values", "updates"):
@@ -270,13 +272,15 @@ async def _thread(request: Request, runner: Runner, thread_id: str) -> dict[str,
     return shapes.thread(await runner.ashow(thread_id))
 
 
-async def _waiting(runner: Runner, roles: Sequence[str]) -> list[str]:
-    """Ids of the threads with a review these roles may decide, by their oldest such review."""
+async def _waiting(runner: Runner, roles: Sequence[str], enough: int) -> list[str]:
+    """Ids of the threads with a review these roles may decide, by their oldest such review: the
+    first `enough` of them (the ledger's index is read page by page, never all of it for one page)."""
     threads: dict[str, None] = {}
     offset = 0
-    while True:
+    while len(threads) < enough:
         page: list[ReviewRequest] = await runner.apending(roles=list(roles), limit=PAGE, offset=offset)
         threads.update(dict.fromkeys(r.thread_id for r in page))
         if len(page) < PAGE:
-            return list(threads)
+            break
         offset += PAGE
+    return list(threads)
