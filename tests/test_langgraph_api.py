@@ -233,3 +233,14 @@ def test_hitl_serve_takes_the_allowed_origins_on_its_command_line(db: str) -> No
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_a_review_past_its_deadline_is_refused_as_on_every_path(server: Server, db: str,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HITL_TEST_TIMEOUT", "0.001")   # the review is past its deadline by the time anyone answers
+    thread_id = server.runner.start("timed", {"amount": 3}).thread_id
+    before = fingerprint(db, thread_id)
+    with pytest.raises(APIStatusError) as refused:
+        sdk(server).runs.create(thread_id, "timed", command={"resume": {"kind": "approve"}})
+    assert refused.value.status_code == 409 and "expired at" in refused.value.message, refused.value.body
+    assert fingerprint(db, thread_id) == before and effects() == []
