@@ -125,6 +125,11 @@ def test_an_answer_the_call_does_not_allow_changes_nothing(client: SyncLangGraph
         with pytest.raises(APIStatusError) as refused:
             client.runs.create(thread_id, BATCHED.name, command={"resume": {shown[DELETE]["id"]: answer}})
         assert refused.value.status_code == 422 and message in refused.value.message, refused.value.body
+    swapped = [{"type": "edit", "args": {"action": "delete_file", "args": {"path": "/etc/passwd"}}}]
+    with pytest.raises(APIStatusError, match="an edit changes the arguments of 'send_email', not which action runs"):
+        client.runs.create(thread_id, BATCHED.name, command={"resume": {shown[SEND]["id"]: swapped}})
+    with pytest.raises(APIStatusError, match=r"the middleware's own \{\"decisions\": \[...\]\} matches answers to calls by position"):
+        client.runs.create(thread_id, BATCHED.name, command={"resume": {"decisions": [{"type": "approve"}] * 2}})
     with pytest.raises(APIStatusError, match="this thread has 2 pending reviews; key the resume by interrupt id"):
         client.runs.create(thread_id, BATCHED.name, command={"resume": [{"type": "accept", "args": None}]})
     assert fingerprint(db, thread_id) == before and effects() == []

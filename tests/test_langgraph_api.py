@@ -244,3 +244,19 @@ def test_a_review_past_its_deadline_is_refused_as_on_every_path(server: Server, 
         sdk(server).runs.create(thread_id, "timed", command={"resume": {"kind": "approve"}})
     assert refused.value.status_code == 409 and "expired at" in refused.value.message, refused.value.body
     assert fingerprint(db, thread_id) == before and effects() == []
+
+
+def test_agent_inbox_edits_a_state_review_field_by_field(server: Server, db: str) -> None:
+    client = sdk(server)
+    thread_id = paused_pay(client)
+    review = interrupt_id(client, thread_id)
+    before = fingerprint(db, thread_id)
+    with pytest.raises(APIStatusError, match="field 'to' may not be changed in this review; editable fields: amount, memo"):
+        client.runs.create(thread_id, "pay", command={"resume": {review: [
+            {"type": "edit", "args": {"action": "review", "args": {"to": "mallory", "amount": 120}}}]}})
+    assert fingerprint(db, thread_id) == before
+    done = client.runs.wait(thread_id, "pay", command={"resume": {review: [
+        {"type": "edit", "args": {"action": "review", "args": {"to": "acme", "amount": 45}}}]}})   # only what changed
+    assert done["status"] == "paid" and effects() == ["prepare", "pay:acme:45"]
+    [decided] = [e for e in server.runner.history(thread_id) if e.event == "decided"]
+    assert decided.data["kind"] == "modify" and decided.actor == "ana"

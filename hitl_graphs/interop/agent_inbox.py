@@ -146,7 +146,14 @@ def _edit(edited: ActionRequest, review: ReviewRequest | None, actor: str | None
     """A tool call's edit is its new arguments (merged over the call's, checked against the
     tool's schema); any other review's edit is the fields whose value changed, which the runner
     checks against what the review lets a person change. Nothing changed is an accept."""
-    if review is None or _tool(review) is not None:
+    if review is None:
+        return Modify({"args": edited.args}, actor=actor)   # refused by the runner: the review is not pending
+    action = human_interrupt(review)["action_request"]["action"]
+    if edited.action != action:
+        raise InvalidDecisionError(
+            f"an edit changes the arguments of {action!r}, not which action runs (got {edited.action!r}); "
+            "send the same action with new args, or ignore this one")
+    if _tool(review) is not None:
         return Modify({"args": edited.args}, actor=actor)
     shown = review.payload if isinstance(review.payload, dict) else {"value": review.payload}
     changed = {k: v for k, v in edited.args.items() if shown.get(k) != v}

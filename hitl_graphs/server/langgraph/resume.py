@@ -48,6 +48,10 @@ def decisions(value: Any, pending: Sequence[ReviewRequest], *, actor: str) -> li
                 f'({{"<id>": ...}}); pending ids: {ids}')
         review = pending[0]
         return [(review.review_id, _decision(value, review, actor))]
+    if isinstance(value, dict) and "decisions" in value and "decisions" not in by_id:
+        raise InvalidDecisionError(
+            'the middleware\'s own {"decisions": [...]} matches answers to calls by position; answer each call by '
+            f'its interrupt id instead ({{"<id>": {{"kind": "approve"}}, ...}}); pending ids: {", ".join(by_id) or "none"}')
     if isinstance(value, dict) and value and all(isinstance(v, dict | list) for v in value.values()):
         return [(ref, _decision(answer, by_id.get(ref), actor)) for ref, answer in value.items()]
     raise InvalidDecisionError(f"command.resume must be {SHAPES}; got {_brief(value)}")

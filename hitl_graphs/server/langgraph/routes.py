@@ -99,7 +99,7 @@ async def search_threads(body: ThreadSearch, request: Request, caller: Caller, r
 @router.get("/threads/{thread_id}/state", summary="A thread's values and pending interrupts")
 async def get_state(thread_id: str, request: Request, caller: Caller, runner: Run) -> dict[str, Any]:
     if thread_id in _created(request):
-        return {**shapes.state(ThreadView(thread_id=thread_id, workflow="", status="done")), "values": {}}
+        return shapes.unstarted_state(thread_id)
     return shapes.state(await runner.ashow(thread_id))
 
 
@@ -252,11 +252,9 @@ async def _run(request: Request, runner: Runner, caller: Principal, thread_id: s
         view = await runner.astart(workflow, body.input, thread_id=thread_id, actor=caller.actor)
         _created(request).pop(thread_id, None)
         return view
-    answers = await _answers(runner, caller, thread_id, body)
-    view = await runner.ashow(thread_id)
-    for ref, decision in answers:
-        view = await runner.aresume(thread_id, decision, review_id=ref, roles=caller.roles)
-    return view
+    views = [await runner.aresume(thread_id, decision, review_id=ref, roles=caller.roles)
+             for ref, decision in await _answers(runner, caller, thread_id, body)]
+    return views[-1]
 
 
 async def _known(request: Request, runner: Runner, thread_id: str) -> bool:

@@ -126,6 +126,12 @@ def state(view: ThreadView) -> dict[str, Any]:
     }
 
 
+def unstarted_state(thread_id: str) -> dict[str, Any]:
+    """The state of a thread created by `client.threads.create` that has not run yet: empty."""
+    return {"values": {}, "next": [], "tasks": [], "checkpoint": checkpoint(thread_id), "metadata": {},
+            "created_at": None, "parent_checkpoint": None, "interrupts": []}
+
+
 def wait_result(view: ThreadView) -> dict[str, Any]:
     """What `runs/wait` returns: the values, with `__interrupt__` when the run paused again and
     `__error__` when it failed (LangGraph Server's shape for a run that raised)."""
