@@ -133,3 +133,14 @@ def test_an_answer_the_call_does_not_allow_changes_nothing(client: SyncLangGraph
     with pytest.raises(APIStatusError, match="this thread has 2 pending reviews; key the resume by interrupt id"):
         client.runs.create(thread_id, BATCHED.name, command={"resume": [{"type": "accept", "args": None}]})
     assert fingerprint(db, thread_id) == before and effects() == []
+
+
+def test_a_resumed_agent_streams_its_messages_as_tuples(client: SyncLangGraphClient) -> None:
+    thread_id, shown = start(client, PER_CALL.name)
+    client.runs.wait(thread_id, PER_CALL.name, command={"resume": {shown[DELETE]["id"]: [{"type": "ignore", "args": None}]}})
+    parts = list(client.runs.stream(thread_id, PER_CALL.name, stream_mode="messages-tuple",
+                                    command={"resume": {shown[SEND]["id"]: [{"type": "accept", "args": None}]}}))
+    messages = [p.data for p in parts if p.event == "messages"]
+    assert all(isinstance(m, list) and len(m) == 2 for m in messages)   # (message, metadata), as LangGraph's SDK reads them
+    assert "All done." in [m[0]["content"] for m in messages]
+    assert sorted(effects()) == ["lookup:weather", "send_email:ana@example.com:hi"]

@@ -18,9 +18,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import StreamingResponse
+from langgraph.types import StreamMode
 
 from hitl_graphs.decisions import Decision
-from hitl_graphs.errors import HitlError, PermissionDeniedError, UnknownThreadError
+from hitl_graphs.errors import PermissionDeniedError, UnknownThreadError
 from hitl_graphs.identity import Principal
 from hitl_graphs.reviews import ReviewRequest, ThreadView
 from hitl_graphs.runtime.runner import Runner
@@ -144,13 +145,13 @@ async def stream_run(thread_id: str, body: RunCreate, request: Request, caller: 
     how = _check(body)
     if how == "start":
         workflow = _startable(request, runner, thread_id, body)
-        chunks = runner.astream(workflow, body.input, thread_id=thread_id, actor=caller.actor, stream_mode=list(modes))
+        chunks = runner.astream(workflow, body.input, thread_id=thread_id, actor=caller.actor, stream_mode=modes)
     else:
         answers = await _answers(runner, caller, thread_id, body)
         for ref, decision in answers[:-1]:
             await runner.aresume(thread_id, decision, review_id=ref, roles=caller.roles)
         ref, decision = answers[-1]
-        chunks = runner.astream_resume(thread_id, decision, review_id=ref, roles=caller.roles, stream_mode=list(modes))
+        chunks = runner.astream_resume(thread_id, decision, review_id=ref, roles=caller.roles, stream_mode=modes)
     iterator = aiter(chunks)
     try:  # a refusal raises here, before anything is written: an HTTP error, not an event
         first: Any = await anext(iterator)
@@ -168,10 +169,7 @@ async def stream_run(thread_id: str, body: RunCreate, request: Request, caller: 
                 async for chunk in iterator:
                     async for event in _chunk_events(chunk, modes):
                         yield event
-        except HitlError as exc:
-            yield _sse("error", {"error": type(exc).__name__, "message": str(exc)})
-            return
-        except Exception as exc:  # the graph raised: the thread is marked failed (see `get_thread`)
+        except Exception as exc:  # the graph raised (the thread is marked failed) or a late refusal
             yield _sse("error", {"error": type(exc).__name__, "message": str(exc)})
             return
         finally:
@@ -186,27 +184,27 @@ async def stream_run(thread_id: str, body: RunCreate, request: Request, caller: 
                              headers={"Cache-Control": "no-store", "Content-Location": f"/threads/{thread_id}/runs/{run_id}"})
 
 
-async def _chunk_events(chunk: Any, modes: dict[str, str]) -> AsyncIterator[str]:
+async def _chunk_events(chunk: Any, modes: list[StreamMode]) -> AsyncIterator[str]:
     mode, payload = chunk
     if isinstance(payload, dict) and "__interrupt__" in payload:
         # LangGraph's interrupt names its own interrupt; the closing event names our reviews
         payload = {k: v for k, v in payload.items() if k != "__interrupt__"}
         if not payload:
             return
-    yield _sse(modes.get(mode, mode), shapes.jsonable(payload))
+    yield _sse(mode, shapes.jsonable(payload))   # LangGraph's mode names are the SDK's event names
 
 
 def _sse(event: str, data: Any) -> str:
     return f"event: {event}\ndata: {json.dumps(data, default=str)}\n\n"
 
 
-def _modes(asked: str | Sequence[str]) -> dict[str, str]:
-    """LangGraph mode -> the event name the SDK expects (`messages` -> `messages` for `messages-tuple`)."""
+def _modes(asked: str | Sequence[str]) -> list[StreamMode]:
+    """The LangGraph stream modes for the SDK's (`messages-tuple` is LangGraph's `messages`)."""
     names = [asked] if isinstance(asked, str) else list(asked)
     unknown = [n for n in names if n not in shapes.STREAM_MODES]
     if unknown:
         raise HTTPException(422, f"stream_mode {unknown[0]!r} is not served; use {', '.join(shapes.STREAM_MODES)}")
-    return {shapes.STREAM_MODES[n]: ("messages" if n == "messages-tuple" else n) for n in names}
+    return list(dict.fromkeys(shapes.STREAM_MODES[n] for n in names))
 
 
 def _check(body: RunCreate) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from langgraph.types import StreamMode
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from pydantic_core import to_jsonable_python
 
@@ -26,7 +27,7 @@ LangGraphStatus = Literal["idle", "busy", "interrupted", "error"]
 STATUS: dict[ThreadStatus, LangGraphStatus] = {"paused": "interrupted", "running": "busy", "done": "idle", "failed": "error"}
 """Our thread status -> LangGraph Server's."""
 
-STREAM_MODES: dict[str, str] = {"values": "values", "updates": "updates", "custom": "custom", "messages-tuple": "messages"}
+STREAM_MODES: dict[str, StreamMode] = {"values": "values", "updates": "updates", "custom": "custom", "messages-tuple": "messages"}
 """The SDK's stream modes served -> LangGraph's own (`messages-tuple` is LangGraph's `messages`)."""
 
 
