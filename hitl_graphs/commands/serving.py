@@ -67,8 +67,12 @@ def token_revoke(token_id: Annotated[str, typer.Argument(help="The token's id (`
 def serve(
     host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
+    cors_origin: Annotated[list[str] | None, typer.Option(
+        "--cors-origin", help="A browser origin (Agent Inbox's) that may call the LangGraph API at /langgraph "
+                              "(repeatable; default $HITL_CORS_ORIGINS, comma-separated).")] = None,
 ) -> None:
-    """Serve the HTTP API (`/api`, OpenAPI at `/openapi.json`) and the web inbox (`/`) on this database. Needs `hitl-graphs[web]`."""
+    """Serve the HTTP API (`/api`, OpenAPI at `/openapi.json`), the web inbox (`/`) and the LangGraph Server API subset
+    for langgraph-sdk and Agent Inbox (`/langgraph`) on this database. Needs `hitl-graphs[web]`."""
     try:
         import uvicorn
 
@@ -76,4 +80,4 @@ def serve(
     except ImportError as exc:
         fail(f"hitl serve needs the web extra ({exc.name} is missing): pip install 'hitl-graphs[web]'")
     path = opts.db or default_location()
-    uvicorn.run(create_app(db=path), host=host, port=port, log_level="warning")
+    uvicorn.run(create_app(db=path, cors_origins=cors_origin or None), host=host, port=port, log_level="warning")

@@ -34,7 +34,7 @@ from hitl_graphs.errors import (
 )
 from hitl_graphs.identity import Tokens
 from hitl_graphs.webhooks import Webhooks
-from hitl_graphs.registry import Workflow, get_workflow
+from hitl_graphs.registry import Workflow, get_workflow, registered
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
 from hitl_graphs.runtime.adopting import AdoptFlows
 from hitl_graphs.runtime.deadlines import DeadlineFlows
@@ -245,6 +245,10 @@ class Runner(RecordFlows, RunFlows, DecideFlows, RecoverFlows, DeadlineFlows, St
         """The workflow a thread runs (None for an unknown thread): one index lookup, no checkpoint read."""
         row = self.ledger.thread(thread_id)
         return row.workflow if row is not None else None
+
+    def workflow_names(self) -> list[str]:
+        """The names of the workflows this runner knows (those it was given, else every registered one)."""
+        return sorted(self._workflows) if self._workflows is not None else sorted(registered())
 
     def retry(self, thread_id: str, *, actor: str | None = None) -> ThreadView:
         """Run a failed thread's failed step again, also after `recover` gave up on it.

@@ -38,6 +38,7 @@ from hitl_graphs.notify import BASE_URL_ENV, Notifier
 from hitl_graphs.registry import Workflow
 from hitl_graphs.runtime.runner import Runner
 from hitl_graphs.server import api, web
+from hitl_graphs.server.langgraph import CORS_ENV, PREFIX, create_langgraph_app, origins_from_env
 
 STATUS: tuple[tuple[type[HitlError], int], ...] = (
     (UnknownThreadError, 404),
@@ -57,6 +58,10 @@ STATUS: tuple[tuple[type[HitlError], int], ...] = (
 """The first entry the error is an instance of decides (subclasses first)."""
 
 
+def status_of(exc: HitlError) -> int:
+    return next((code for kind, code in STATUS if isinstance(exc, kind)), 422)
+
+
 def _code(exc: BaseException) -> str:
     name = type(exc).__name__.removesuffix("Error")
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
@@ -74,6 +79,7 @@ def create_app(
     poll: float = 0.5,
     notify_every: float | None = 2.0,
     base_url: str | None = None,
+    cors_origins: Iterable[str] | None = None,
 ) -> FastAPI:
     """The server's app, on `runner` (kept open by the caller) or on a runner it opens on `db`
     (default `$HITL_DB`, else `checkpoints/hitl.sqlite`) for its lifetime.
@@ -81,7 +87,9 @@ def create_app(
     `poll`: seconds between reads of the history for `/api/events` when nothing is new.
     `notify_every`: seconds between passes of the webhook deliverer that runs while the app
     does (`hitl_graphs.notify`); None runs none. `base_url`: where people open this server,
-    for the links in notifications (default `$HITL_BASE_URL`).
+    for the links in notifications (default `$HITL_BASE_URL`). `cors_origins`: the browser
+    origins (Agent Inbox's) that may call the LangGraph API at `/langgraph` (default
+    `$HITL_CORS_ORIGINS`, comma-separated; none).
 
     Example:
         >>> app = create_app(db=":memory:", workflows=[])
@@ -121,11 +129,12 @@ def create_app(
         app.state.runner = runner
     app.include_router(api.router)
     web.install(app)  # the web inbox at `/`
+    origins = list(cors_origins) if cors_origins is not None else origins_from_env(os.environ.get(CORS_ENV))
+    app.mount(PREFIX, create_langgraph_app(app.state, status_of=status_of, origins=origins))  # langgraph-sdk, Agent Inbox
 
     @app.exception_handler(HitlError)
     async def refused(request: Request, exc: HitlError) -> JSONResponse:
-        status = next((code for kind, code in STATUS if isinstance(exc, kind)), 422)
-        return problem(status, _code(exc), str(exc))
+        return problem(status_of(exc), _code(exc), str(exc))
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:

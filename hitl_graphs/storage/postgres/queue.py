@@ -32,6 +32,12 @@ CHANNEL: Final[str] = "hitl_work"
 DB_NOW: Final[str] = "extract(epoch FROM clock_timestamp())::double precision"
 """The database's clock, in seconds since the epoch: what leases are written and read with."""
 
+WAITS: Final[str] = (
+    "EXISTS (SELECT 1 FROM hitl_reviews p WHERE p.thread_id = r.thread_id AND p.status = 'pending' "
+    "AND (p.request::jsonb #>> '{middleware,interrupt_id}') = (r.request::jsonb #>> '{middleware,interrupt_id}'))")
+"""Review `r` is one action of a LangChain middleware batch whose other actions still wait for a
+person: nothing to apply until the last is decided (what `recover` skips too)."""
+
 
 class PostgresQueue:
     """`WorkQueue` on the store's pool, with one listening connection opened on the first `wait`."""
@@ -50,7 +56,8 @@ class PostgresQueue:
             got = c.execute(
                 "SELECT t.thread_id FROM hitl_threads t WHERE (t.status = 'paused' OR (t.status = 'running' AND "
                 f"(t.lease_until IS NULL OR t.lease_until <= {DB_NOW}))) {only}"
-                "AND EXISTS (SELECT 1 FROM hitl_reviews r WHERE r.thread_id = t.thread_id AND r.status = 'decided') "
+                "AND EXISTS (SELECT 1 FROM hitl_reviews r WHERE r.thread_id = t.thread_id AND r.status = 'decided' "
+                f"AND NOT {WAITS}) "
                 "ORDER BY t.updated_at LIMIT 1 FOR UPDATE OF t SKIP LOCKED",
                 args,
             ).fetchone()

@@ -17,6 +17,11 @@ from hitl_graphs.storage.base import ThreadRow
 from hitl_graphs.storage.sqlite.connection import write_transaction
 from hitl_graphs.storage.sqlite.liveness import RunMarks
 
+WAITS = ("EXISTS (SELECT 1 FROM hitl_reviews p WHERE p.thread_id = r.thread_id AND p.status = 'pending' "
+         "AND json_extract(p.request, '$.middleware.interrupt_id') = json_extract(r.request, '$.middleware.interrupt_id'))")
+"""Review `r` is one action of a LangChain middleware batch whose other actions still wait for a
+person: nothing to apply until the last is decided (what `recover` skips too)."""
+
 
 class SqliteQueue:
     """`WorkQueue` on the store's connection.
@@ -42,7 +47,8 @@ class SqliteQueue:
         with write_transaction(self.conn, self.lock, flush=False) as c:
             rows = c.execute(
                 "SELECT t.* FROM hitl_threads t WHERE t.status IN ('paused', 'running') AND EXISTS (SELECT 1 FROM "
-                f"hitl_reviews r WHERE r.thread_id = t.thread_id AND r.status = 'decided'){only} ORDER BY t.updated_at",
+                f"hitl_reviews r WHERE r.thread_id = t.thread_id AND r.status = 'decided' AND NOT {WAITS}){only} "
+                "ORDER BY t.updated_at",
                 tuple(workflows or ()),
             ).fetchall()
             for got in rows:
