@@ -80,7 +80,7 @@ class AdoptFlows:
         if known is not None:
             raise ThreadExistsError(f"thread {thread_id!r} is already in the ledger (workflow {known.workflow!r}, "
                                     f"status {known.status}); nothing to adopt: `hitl show {thread_id}`")
-        latest: str | None = yield from call(self.store.saver.latest_checkpoint_id, thread_id)
+        latest: str | None = yield from call(self.store.latest_checkpoint_id, thread_id)
         if latest is None:
             raise UnknownThreadError(
                 f"thread {thread_id!r} has no checkpoints in this database, so there is nothing to adopt: open the "

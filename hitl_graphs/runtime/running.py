@@ -103,7 +103,7 @@ class RunFlows:
     def _thread(self: Runner, thread_id: str) -> Flow[ThreadRow]:
         row: ThreadRow | None = yield from call(self.ledger.thread, thread_id)
         if row is None:
-            outside: str | None = yield from call(self.store.saver.latest_checkpoint_id, thread_id)
+            outside: str | None = yield from call(self.store.latest_checkpoint_id, thread_id)
             if outside is not None:
                 raise UnknownThreadError(outside_the_runner(thread_id))
             raise UnknownThreadError(
