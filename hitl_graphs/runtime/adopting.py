@@ -30,7 +30,7 @@ from hitl_graphs.runtime.driver import Flow, GetState, adrive, call, drive
 from hitl_graphs.runtime.support import run_config, thread_view
 
 if TYPE_CHECKING:
-    from hitl_graphs.runtime.runner import Runner
+    from hitl_graphs.runtime.host import RunnerHost as Runner  # a Protocol: the type of `self` in a part (host.py says why)
 
 
 class AdoptFlows:

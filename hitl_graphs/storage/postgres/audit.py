@@ -97,6 +97,7 @@ class PostgresAudit:
 
     def export(self, out: TextIO, *, thread_id: str | None = None) -> int:
         """Write the log (or one thread's entries) as JSON Lines; returns the count."""
+        args: tuple[str, ...]
         sql, args = f"SELECT {_COLUMNS} FROM hitl_events", ()
         if thread_id is not None:
             sql, args = sql + " WHERE thread_id = %s", (thread_id,)

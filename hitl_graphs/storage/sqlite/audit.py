@@ -85,6 +85,7 @@ class SqliteAudit:
 
     def export(self, out: TextIO, *, thread_id: str | None = None) -> int:
         """Write the log (or one thread's entries) as JSON Lines; returns the count."""
+        args: tuple[str, ...]
         sql, args = f"SELECT {_COLUMNS} FROM hitl_events", ()
         if thread_id is not None:
             sql, args = sql + " WHERE thread_id = ?", (thread_id,)
