@@ -23,11 +23,11 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 import pytest
 from mypy import api
 from pydantic import BaseModel
-from typing import TypedDict
 
 from hitl_graphs import ConfigError, Runner
 from hitl_graphs.examples import EmailDraft, email_workflow
