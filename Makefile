@@ -29,8 +29,10 @@ $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "need python3.11 (or python3) on PATH"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 
+# editable_mode=compat: a plain path in a .pth file, which type checkers (mypy, pyright) follow; setuptools'
+# default editable install is an import hook they cannot see, so `import hitl_graphs` would not be found
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -e ".[test]" --config-settings editable_mode=compat
 	@touch $(STAMP)
 
 $(UV_STAMP): | $(BIN)/python

@@ -36,7 +36,7 @@ def replace_executor_factory(wrap: Callable[[ExecutorFactory], ExecutorFactory])
     original = getattr(_executor, "get_executor_for_config", None)
     if original is None or not callable(original):
         return False
-    _executor.get_executor_for_config = wrap(original)  # type: ignore[assignment]
+    _executor.get_executor_for_config = wrap(original)  # type: ignore[attr-defined, assignment]  # private, patched
     return True
 
 

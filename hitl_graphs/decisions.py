@@ -128,7 +128,7 @@ class Approve(_DecisionBase):
         kind: Literal["approve"] = "approve",
         **extra: Never,  # none is allowed: passed on, so pydantic names an unknown field as it always did
     ) -> None:
-        super().__init__(**_given(actor=actor, comment=comment, seen=seen, verification=verification), kind=kind, **extra)
+        super().__init__(**_given(actor=actor, comment=comment, seen=seen, verification=verification, kind=kind), **extra)
 
 
 class Modify(_DecisionBase):
@@ -168,8 +168,8 @@ class Modify(_DecisionBase):
         **extra: Never,
     ) -> None:
         given = _once("Modify", "patch", patch_, patch)
-        fields = _given(actor=actor, comment=comment, seen=seen, verification=verification)
-        super().__init__(**fields, **({} if given is None else {"patch": given}), kind=kind, **extra)
+        fields = _given(actor=actor, comment=comment, seen=seen, verification=verification, kind=kind)
+        super().__init__(**fields, **({} if given is None else {"patch": given}), **extra)
 
     @field_validator("patch")
     @classmethod
@@ -207,7 +207,7 @@ class Reject(_DecisionBase):
         **extra: Never,
     ) -> None:
         reason = _once("Reject", "reason", reason_, reason)
-        super().__init__(**_given(reason=reason, actor=actor, comment=comment, seen=seen), kind=kind, **extra)
+        super().__init__(**_given(reason=reason, actor=actor, comment=comment, seen=seen, kind=kind), **extra)
 
 
 class Respond(_DecisionBase):
@@ -236,7 +236,7 @@ class Respond(_DecisionBase):
         **extra: Never,
     ) -> None:
         text = _once("Respond", "text", text_, text)
-        super().__init__(**_given(text=text, actor=actor, comment=comment, seen=seen), kind=kind, **extra)
+        super().__init__(**_given(text=text, actor=actor, comment=comment, seen=seen, kind=kind), **extra)
 
 
 class Escalate(_DecisionBase):
@@ -265,7 +265,7 @@ class Escalate(_DecisionBase):
         **extra: Never,
     ) -> None:
         reason = _once("Escalate", "reason", reason_, reason)
-        super().__init__(**_given(reason=reason, actor=actor, comment=comment, seen=seen), kind=kind, **extra)
+        super().__init__(**_given(reason=reason, actor=actor, comment=comment, seen=seen, kind=kind), **extra)
 
 
 Decision: TypeAlias = Annotated[Approve | Modify | Reject | Respond | Escalate, Field(discriminator="kind")]

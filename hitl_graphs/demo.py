@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Console
 from rich.markdown import Markdown
@@ -133,7 +134,7 @@ class _Announcing(ScriptedReviewer):
         super().__init__(decisions)
         self.console = console
 
-    def decide(self, review: ReviewRequest, state: dict) -> Decision:  # type: ignore[override, type-arg]
+    def decide(self, review: ReviewRequest, state: Mapping[str, Any]) -> Decision:
         decision = super().decide(review, state)
         self.console.print(f"[bold]scripted decision:[/bold] {decision.model_dump_json(exclude_none=True)}")
         return decision

@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from langgraph.config import get_config
 from langgraph.types import Command, interrupt
@@ -36,6 +36,17 @@ from hitl_graphs.errors import ConfigError, InvalidDecisionError
 from hitl_graphs.reviews import PatchTarget, Position
 
 GATE_MARK = "__hitl_review__"
+
+StateT_contra = TypeVar("StateT_contra", contravariant=True)
+ResultT_co = TypeVar("ResultT_co", covariant=True)
+
+
+class Node(Protocol[StateT_contra, ResultT_co]):
+    """A node function as `StateGraph.add_node` takes it, for type checkers: LangGraph's node
+    protocols name the parameter `state`, which a `Callable[[S], R]` does not promise, so a
+    factory returning `Callable` cannot be passed to `add_node` under `mypy --strict`."""
+
+    def __call__(self, state: StateT_contra) -> ResultT_co: ...
 
 PLAIN_KIND = "custom"
 """The kind a plain `interrupt(value)` of a user's graph is listed as (not raised by `request_review`)."""
@@ -185,7 +196,7 @@ def review_node(
     allowed: Sequence[DecisionKind] = DEFAULT_KINDS,
     editable: Sequence[str] = (),
     reason_field: str | None = None,
-) -> Callable[[Any], Command[str]]:
+) -> Node[Any, Command[str]]:
     """Build a node that asks for review and routes: approve/modify -> `on_approve`, reject -> `on_reject`.
 
     Place it before the node it guards (`add_edge("propose", "review")`) and give it the

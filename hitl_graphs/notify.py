@@ -50,7 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hitl_graphs.reviews import HistoryEntry
 from hitl_graphs.runtime.runner import Runner
-from hitl_graphs.storage.base import DeliveryRow, WebhookEvent, WebhookRow
+from hitl_graphs.storage.base import DeliveryOutcome, DeliveryRow, WebhookEvent, WebhookRow
 from hitl_graphs.webhooks import delivery_id
 
 BASE_URL_ENV = "HITL_BASE_URL"
@@ -311,7 +311,7 @@ class Notifier:
         ok = code is not None and 200 <= code < 300
         if code is not None and not ok:
             error = f"the receiver answered {code}"
-        outcome = "delivered" if ok else "gave_up" if attempt >= self.retry.attempts else "failed"
+        outcome: DeliveryOutcome = "delivered" if ok else "gave_up" if attempt >= self.retry.attempts else "failed"
         now = time.time()
         counts[outcome] += 1
         held = store.record(

@@ -7,17 +7,19 @@ round-trip through JSON (the CLI's `--json`, an HTTP API) without loss.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeVar
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
 from hitl_graphs.decisions import DecisionKind
+from hitl_graphs.errors import ConfigError
 
 Position: TypeAlias = Literal["before", "after"]
 ReviewSource: TypeAlias = Literal["interrupt", "breakpoint"]
 PatchTarget: TypeAlias = Literal["state", "payload"]
 ThreadStatus: TypeAlias = Literal["running", "paused", "done", "failed"]
 Outcome: TypeAlias = Literal["completed", "rejected", "cancelled"]
+ShapeT = TypeVar("ShapeT")
 
 
 class MiddlewareAction(BaseModel):
@@ -116,6 +118,42 @@ class ReviewRequest(BaseModel):
     default_decision: dict[str, Any] | None = None
     payload_hash: str = ""
     middleware: MiddlewareAction | None = None
+
+    def payload_as(self, shape: type[ShapeT]) -> ShapeT:
+        """The payload validated as `shape` and typed as it: a `TypedDict`, a pydantic model, a
+        dataclass, `list[str]`, anything pydantic validates.
+
+        `payload` is whatever JSON the workflow shows, typed as any JSON value, so a type checker
+        in strict mode rightly refuses `review.payload["subject"]`. A script says which shape it
+        expects instead, and gets it checked: a payload without it is refused here, naming what
+        is missing, not later as a `KeyError` (or, worse, a wrong value used).
+
+        Example:
+            >>> from typing import TypedDict
+            >>> class Draft(TypedDict):
+            ...     subject: str
+            >>> r = ReviewRequest(review_id="r1", thread_id="t1", workflow="w", node="send", position="before",
+            ...     kind="gate", title="Send?", payload={"subject": "Lunch"}, allowed=("approve",), editable=(),
+            ...     source="interrupt", created_at="2026-01-01T00:00:00Z")
+            >>> r.payload_as(Draft)["subject"]
+            'Lunch'
+
+        Raises:
+            ConfigError: the payload does not have that shape (the message names what differs).
+        """
+        from hitl_graphs.patches import typed_adapter  # knows pydantic's limits on TypedDicts (Python 3.11)
+
+        try:
+            value: ShapeT = typed_adapter(shape).validate_python(self.payload)
+        except ValidationError as exc:
+            name = getattr(shape, "__name__", str(shape))
+            problems = "; ".join(f"{'.'.join(str(part) for part in e['loc']) or 'payload'}: {e['msg']}"
+                                 for e in exc.errors()[:3])
+            raise ConfigError(
+                f"the payload of review {self.review_id!r} (kind {self.kind!r}, workflow {self.workflow!r}) does not "
+                f"fit {name}: {problems}; `review.payload` shows what the workflow sent: change {name} to match it"
+            ) from None
+        return value
 
 
 class ThreadView(BaseModel):

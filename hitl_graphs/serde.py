@@ -84,7 +84,7 @@ class GuardedSerializer(JsonPlusSerializer):
         try:
             # the check below is the gate; LangGraph's own allowlist (which only logs what it
             # blocks, and clones the serializer per graph) is told to let through what passed
-            super().__init__(allowed_msgpack_modules=True)  # type: ignore[call-arg]
+            super().__init__(allowed_msgpack_modules=True)
         except TypeError:  # a langgraph-checkpoint from before allowlists
             super().__init__()
         self._allowed: set[tuple[str, str]] = set(SAFE_TYPES)

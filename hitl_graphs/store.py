@@ -9,7 +9,8 @@ from hitl_graphs.storage.sqlite.connection import (
     write_pending,
     write_transaction,
 )
-from hitl_graphs.storage.sqlite.saver import DEFER_KEY, HitlSqliteSaver
+from hitl_graphs.storage.base import DEFER_KEY
+from hitl_graphs.storage.sqlite.saver import HitlSqliteSaver
 from hitl_graphs.locations import DB_ENV, DEFAULT_DB, default_db_path
 from hitl_graphs.storage.sqlite.store import SqliteStore
 

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 import secrets
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -179,7 +180,7 @@ class Webhooks:
             raise ConfigError(f"no webhook with id {webhook_id!r}; `hitl webhook list` shows them")
         return info(row)
 
-    def deliveries(self, webhook_id: str | None = None, *, limit: int = 50) -> list[DeliveryInfo]:
+    def deliveries(self, webhook_id: str | None = None, *, limit: int = 50) -> builtins.list[DeliveryInfo]:
         """The delivery log, newest first: every attempt with its status code or error.
 
         Raises:

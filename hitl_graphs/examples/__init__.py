@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from hitl_graphs.examples.basics import (
     ApprovalState,
+    EmailDraft,
     EmailState,
     ProposedAction,
     approval_graph,
@@ -35,6 +36,7 @@ from hitl_graphs.registry import Workflow, register, registered
 
 __all__ = [
     "ApprovalState",
+    "EmailDraft",
     "EmailState",
     "ProposedAction",
     "approval_graph",

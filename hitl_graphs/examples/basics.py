@@ -34,6 +34,15 @@ class EmailState(TypedDict, total=False):
     rejection: str | None
 
 
+class EmailDraft(TypedDict):
+    """What the `email` workflow's review shows: the mail about to go out. Typed scripts read it
+    with `review.payload_as(EmailDraft)` (see `ReviewRequest.payload_as`)."""
+
+    to: str | None
+    subject: str
+    body: str
+
+
 def _draft(state: EmailState) -> EmailState:
     topic = state.get("topic", "hello")
     return {"subject": f"About {topic}", "body": f"Hi,\n\nLet's talk about {topic}.\n", "sent": False}

@@ -162,7 +162,7 @@ def _edit(edited: ActionRequest, review: ReviewRequest | None, actor: str | None
 
 def _tool(review: ReviewRequest) -> tuple[str, dict[str, Any]] | None:
     payload = review.payload
-    if (review.patch_target == "payload" and isinstance(payload, dict) and isinstance(payload.get("tool"), str)
-            and isinstance(payload.get("args"), dict)):
-        return payload["tool"], payload["args"]
-    return None
+    if review.patch_target != "payload" or not isinstance(payload, dict):
+        return None
+    tool, args = payload.get("tool"), payload.get("args")
+    return (tool, args) if isinstance(tool, str) and isinstance(args, dict) else None

@@ -222,7 +222,7 @@ def tool_schemas(graph: Any) -> dict[str, dict[str, Any]]:
         if not isinstance(tools, Mapping):
             continue
         for name, tool in tools.items():
-            raw = getattr(tool, "tool_call_schema", None)
+            raw: Any = getattr(tool, "tool_call_schema", None)
             schema = dict(raw) if isinstance(raw, dict) else raw.model_json_schema() if hasattr(raw, "model_json_schema") else None
             if schema is None:
                 continue

@@ -30,7 +30,7 @@ from hitl_graphs.runtime.driver import Flow, GetState, adrive, call, drive
 from hitl_graphs.runtime.support import run_config, thread_view
 
 if TYPE_CHECKING:
-    from hitl_graphs.runtime.runner import Runner
+    from hitl_graphs.runtime.host import RunnerHost as Runner  # a Protocol: the type of `self` in a part (host.py says why)
 
 
 class AdoptFlows:
@@ -80,7 +80,7 @@ class AdoptFlows:
         if known is not None:
             raise ThreadExistsError(f"thread {thread_id!r} is already in the ledger (workflow {known.workflow!r}, "
                                     f"status {known.status}); nothing to adopt: `hitl show {thread_id}`")
-        latest: str | None = yield from call(self.store.saver.latest_checkpoint_id, thread_id)
+        latest: str | None = yield from call(self.store.latest_checkpoint_id, thread_id)
         if latest is None:
             raise UnknownThreadError(
                 f"thread {thread_id!r} has no checkpoints in this database, so there is nothing to adopt: open the "

@@ -56,7 +56,7 @@ from hitl_graphs.runtime.support import (
 )
 
 if TYPE_CHECKING:
-    from hitl_graphs.runtime.runner import Runner
+    from hitl_graphs.runtime.host import RunnerHost as Runner  # a Protocol: the type of `self` in a part (host.py says why)
 
 
 
@@ -207,7 +207,7 @@ class DecideFlows:
             return (yield from self._apply_batch(wf, graph, thread_id, request.middleware.interrupt_id))
         if request.source == "interrupt":
             patch = decision.patch if isinstance(decision, Modify) and request.patch_target == "state" else None
-            command = Command(resume={review.review_id: resume_value(wf, request, decision)}, update=patch)
+            command: Command[str] = Command(resume={review.review_id: resume_value(wf, request, decision)}, update=patch)
             if not is_plain_interrupt(request):
                 return (yield from self._run(wf, graph, thread_id, command, outcome_if_done=outcome))
             try:

@@ -25,7 +25,7 @@ import time
 import weakref
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
@@ -257,9 +257,10 @@ async def adrive(flow: Flow[T]) -> T:
             return stop.value  # type: ignore[no-any-return]
         send, error = None, None
         if blocks(effect):
-            ended, effect = await asyncio.to_thread(_run_blocking, flow, effect)
+            ended, after = await asyncio.to_thread(_run_blocking, flow, effect)
             if ended:
-                return effect  # type: ignore[no-any-return]
+                return cast(T, after)
+            effect = after
         try:
             send = await run_async(effect)
         except Exception as exc:

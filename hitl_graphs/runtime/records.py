@@ -11,7 +11,7 @@ from hitl_graphs.errors import ConfigError, NoPendingReviewError, UnknownThreadE
 from hitl_graphs.feedback import Feedback, FeedbackClient
 
 if TYPE_CHECKING:
-    from hitl_graphs.runtime.runner import Runner
+    from hitl_graphs.runtime.host import RunnerHost as Runner  # a Protocol: the type of `self` in a part (host.py says why)
 
 
 class RecordFlows:

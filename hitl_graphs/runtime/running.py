@@ -20,7 +20,7 @@ from hitl_graphs.audit import Event
 from hitl_graphs.storage.base import NewThread, ReviewRow, Synced, ThreadRow
 from hitl_graphs.pauses import Pause, pause_from_output, read_pause
 from hitl_graphs.registry import Workflow
-from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadView
+from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStatus, ThreadView
 from hitl_graphs.runtime.driver import (
     Flow,
     GetState,
@@ -39,7 +39,7 @@ from hitl_graphs.runtime.support import (
 )
 
 if TYPE_CHECKING:
-    from hitl_graphs.runtime.runner import Runner
+    from hitl_graphs.runtime.host import RunnerHost as Runner  # a Protocol: the type of `self` in a part (host.py says why)
 
 
 
@@ -107,7 +107,7 @@ class RunFlows:
     def _thread(self: Runner, thread_id: str) -> Flow[ThreadRow]:
         row: ThreadRow | None = yield from call(self.ledger.thread, thread_id)
         if row is None:
-            outside: str | None = yield from call(self.store.saver.latest_checkpoint_id, thread_id)
+            outside: str | None = yield from call(self.store.latest_checkpoint_id, thread_id)
             if outside is not None:
                 raise UnknownThreadError(outside_the_runner(thread_id))
             raise UnknownThreadError(
@@ -189,6 +189,7 @@ class RunFlows:
 
     def _sync(self: Runner, thread_id: str, pause: Pause, outcome_if_done: Outcome, error: Exception | None, new: NewThread | None = None
     ) -> Flow[Synced]:
+        status: ThreadStatus
         if pause.reviews:
             status, outcome, message = "paused", None, None
         elif pause.done:
@@ -196,7 +197,7 @@ class RunFlows:
         else:
             status, outcome = "failed", None
             if error is not None or pause.error:
-                message = f"{type(error).__name__}: {error}" if error is not None else pause.error
+                message = f"{type(error).__name__}: {error}" if error is not None else pause.error or ""
                 attempts: int = yield from call(self.ledger.recover_attempts, thread_id)
                 left = self.max_attempts - attempts
                 message += (f"; `hitl recover` runs the failed step again ({left} of {self.max_attempts} attempts left)"

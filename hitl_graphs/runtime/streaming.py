@@ -25,7 +25,7 @@ from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
 from contextlib import aclosing, closing
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from langgraph.types import StreamMode
 
@@ -34,7 +34,7 @@ from hitl_graphs.reviews import ThreadView
 from hitl_graphs.runtime.driver import Flow, Invoke, StreamClosed, async_only, run_async, run_sync, sync_drive
 
 if TYPE_CHECKING:
-    from hitl_graphs.runtime.runner import Runner
+    from hitl_graphs.runtime.host import RunnerHost as Runner  # a Protocol: the type of `self` in a part (host.py says why)
 
 StreamModes: TypeAlias = StreamMode | Sequence[StreamMode] | None
 """One mode (chunks are payloads), several (chunks are `(mode, payload)`), or None: the graph's default."""
@@ -57,7 +57,8 @@ def _chunks(effect: Invoke, ask: _Ask) -> Generator[Any, None, None]:
         # LangGraph's sync stream refuses async-only nodes: step its async stream on a loop of our
         # own (no loop runs in this thread: `Runner.graph` refused the call otherwise)
         loop = asyncio.new_event_loop()
-        agen = effect.graph.astream(effect.input, effect.config, **ask.kwargs(effect))
+        # LangGraph annotates `astream` as an `AsyncIterator`; it is an async generator, which has `aclose`
+        agen = cast(AsyncGenerator[Any, None], effect.graph.astream(effect.input, effect.config, **ask.kwargs(effect)))
         try:
             while True:
                 try:
@@ -127,7 +128,8 @@ async def _stream_async(flow: Flow[ThreadView], ask: _Ask, done: list[ThreadView
             if not isinstance(effect, Invoke):
                 send = await run_async(effect)
                 continue
-            async with aclosing(effect.graph.astream(effect.input, effect.config, **ask.kwargs(effect))) as chunks:
+            stream = cast(AsyncGenerator[Any, None], effect.graph.astream(effect.input, effect.config, **ask.kwargs(effect)))
+            async with aclosing(stream) as chunks:  # an async generator, though annotated `AsyncIterator`
                 async for chunk in chunks:
                     try:
                         yield chunk

@@ -18,7 +18,7 @@ from hitl_graphs.interop import langchain_agents
 from hitl_graphs.storage.base import ReviewRow, ThreadRow
 from hitl_graphs.patches import state_fields
 from hitl_graphs.reviews import Outcome, ReviewRequest, ThreadView
-from hitl_graphs.runtime.driver import Graph
+from hitl_graphs.runtime.driver import Graph as Graph  # re-exported: the flows import it from here
 from hitl_graphs.storage.base import DEFER_KEY
 
 log = logging.getLogger("hitl_graphs")

@@ -29,7 +29,7 @@ from hitl_graphs.runtime.support import log
 from hitl_graphs.storage.base import ThreadRow
 
 if TYPE_CHECKING:
-    from hitl_graphs.runtime.runner import Runner
+    from hitl_graphs.runtime.host import RunnerHost as Runner  # a Protocol: the type of `self` in a part (host.py says why)
 
 
 class WorkFlows:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
@@ -303,7 +303,7 @@ async def audit(request: Request, me: Me, runner: Run, expect: str | None = None
                 status=200 if error is None else 422, me=me)
 
 
-def install(app: Any) -> None:
+def install(app: FastAPI) -> None:
     """Add the inbox to `app`: its routes, its static files, its two refusals as pages."""
     from fastapi.staticfiles import StaticFiles
 

@@ -384,17 +384,39 @@ class Store(Protocol):
 
     Close it (or use it as a context manager) to release its connections."""
 
-    location: str
-    """Where it is: a file path or a URL (without a password), for messages."""
-    saver: BaseCheckpointSaver[Any]
-    ledger: LedgerStore
-    effects: EffectStore
-    audit: AuditStore
-    feedback: FeedbackStore
-    tokens: TokenStore
-    webhooks: WebhookStore
-    marks: Liveness
-    queue: WorkQueue
+    # read-only members (properties), so a backend's own types satisfy them (an attribute of a
+    # protocol is settable, hence invariant: `audit: SqliteAudit` would not be an `AuditStore`)
+    @property
+    def location(self) -> str:
+        """Where it is: a file path or a URL (without a password), for messages."""
+        ...
+
+    @property
+    def saver(self) -> BaseCheckpointSaver[Any]: ...
+
+    @property
+    def ledger(self) -> LedgerStore: ...
+
+    @property
+    def effects(self) -> EffectStore: ...
+
+    @property
+    def audit(self) -> AuditStore: ...
+
+    @property
+    def feedback(self) -> FeedbackStore: ...
+
+    @property
+    def tokens(self) -> TokenStore: ...
+
+    @property
+    def webhooks(self) -> WebhookStore: ...
+
+    @property
+    def marks(self) -> Liveness: ...
+
+    @property
+    def queue(self) -> WorkQueue: ...
 
     def latest_checkpoint_id(self, thread_id: str) -> str | None:
         """The id of the thread's latest checkpoint (top level), None if it has none: cheap."""

@@ -16,6 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
+from typing_extensions import TypeIs
 
 from hitl_graphs.decisions import Decision, Reject
 from hitl_graphs.endings import Ending, EndStatus
@@ -59,7 +60,7 @@ def ended_by(decision: Decision, *, at: str) -> Ending:
 _NUMBERED = re.compile(r"^\s*(?:\d+\s*[.):]|[-*\u2022])\s+(?P<step>\S.*?)\s*$")
 
 
-def is_chat_model(step: Any) -> bool:
+def is_chat_model(step: object) -> TypeIs[BaseChatModel]:
     """Whether `step` is a LangChain chat model (prompted) rather than a plain callable."""
     return isinstance(step, BaseChatModel)
 

@@ -83,7 +83,8 @@ def tool_args_schema(tool: BaseTool) -> dict[str, Any]:
         ('string', ['name'], False)
     """
     raw = tool.tool_call_schema
-    schema: dict[str, Any] = dict(raw) if isinstance(raw, dict) else raw.model_json_schema()
+    schema: dict[str, Any] = (dict(raw) if isinstance(raw, dict) else raw.model_json_schema() if issubclass(raw, BaseModel)
+                              else raw.schema())  # a pydantic.v1 model
     if schema.get("type", "object") == "object" and "additionalProperties" not in schema:
         schema["additionalProperties"] = False
     return schema

@@ -25,7 +25,7 @@ module wires them into a graph and re-exports them.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -37,7 +37,7 @@ from hitl_graphs.decisions import Approve, Decision, DecisionKind, Escalate, Mod
 from hitl_graphs.effects import record_event
 from hitl_graphs.endings import Ending
 from hitl_graphs.errors import ConfigError, InvalidDecisionError
-from hitl_graphs.gate import check_default, request_review, to_json
+from hitl_graphs.gate import Node, check_default, request_review, to_json
 from hitl_graphs.templates._escalation_ladder import (
     DEFAULT_TRIGGER,
     AgentLevel,
@@ -174,7 +174,7 @@ def create_escalation_graph(
     return graph
 
 
-def _agent_node(level: AgentLevel, above: str | None, trigger: EscalationTrigger) -> Callable[[EscalationState], Command[Any]]:
+def _agent_node(level: AgentLevel, above: str | None, trigger: EscalationTrigger) -> Node[EscalationState, Command[Any]]:
     def node(state: EscalationState) -> Command[Any]:
         case: EscalationCase = {"task": state.get("task"), "attempts": list(state.get("attempts", [])),
                                 "escalations": list(state.get("escalations", []))}
@@ -205,7 +205,7 @@ def _agent_node(level: AgentLevel, above: str | None, trigger: EscalationTrigger
 def _human_node(
     level: HumanLevel, above: str | None, patch_schema: dict[str, Any] | None,
     timeout: float | timedelta | None, default: Decision | None,
-) -> Callable[[EscalationState], Command[Any]]:
+) -> Node[EscalationState, Command[Any]]:
     allowed: tuple[DecisionKind, ...] = ("approve", "modify", "reject", *(("escalate",) if above else ()))
     if isinstance(default, Escalate) and above is None:  # nobody above to hand it to: fail closed
         default = Reject(reason=f"no decision in time, and no level above {level.name!r}", comment=default.comment)

@@ -44,7 +44,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from types import MappingProxyType
@@ -58,7 +58,7 @@ from langgraph.types import Command, Durability
 from hitl_graphs.decisions import Approve, Decision, DecisionKind, Modify, Reject
 from hitl_graphs.endings import Ending
 from hitl_graphs.errors import ConfigError, InvalidDecisionError
-from hitl_graphs.gate import check_default, request_review
+from hitl_graphs.gate import Node, check_default, request_review
 from hitl_graphs.templates._steps import Stopped, ask, check_step, ended, ended_by, short
 
 __all__ = [
@@ -286,7 +286,7 @@ def create_multi_step_graph(
     return graph
 
 
-def _run_phase(phase: Phase, step: PhaseStep, after: str, policy: GatePolicy | None) -> Callable[[MultiStepState], Command[str]]:
+def _run_phase(phase: Phase, step: PhaseStep, after: str, policy: GatePolicy | None) -> Node[MultiStepState, Command[str]]:
     def run(state: MultiStepState) -> Command[str]:
         gates = list(state.get("gates") or [])
         sent_back = [g for g in gates if g["phase"] == phase.name and g["decision"] == "reject"]
@@ -306,7 +306,7 @@ def _run_phase(phase: Phase, step: PhaseStep, after: str, policy: GatePolicy | N
         update: MultiStepState = {"phase": phase.name, "attempt": attempt, "output": output}
         if ask_person:
             return Command(goto=_gate(phase.name), update={**update, "gates": [*gates, record]})
-        skipped = GateRecord(**{**record, "decision": "skipped", "by": "policy"})  # type: ignore[typeddict-item]
+        skipped = GateRecord(**{**record, "decision": "skipped", "by": "policy"})
         update |= {"gates": [*gates, skipped], "outputs": {**outputs, phase.name: output}}
         if after == END:
             update["ending"] = ended("completed", at=phase.name)
@@ -315,10 +315,17 @@ def _run_phase(phase: Phase, step: PhaseStep, after: str, policy: GatePolicy | N
     return run
 
 
+class _Decided(TypedDict):
+    """The fields of a `GateRecord` every decision sets (typed, so a merged record stays one)."""
+
+    by: str | None
+    comment: str | None
+
+
 def _gate_node(
     phase: Phase, index: int, count: int, after: str, max_attempts: int, timeout: float | timedelta | None,
     default: Decision | None,
-) -> Callable[[MultiStepState], Command[str]]:
+) -> Node[MultiStepState, Command[str]]:
     def gate(state: MultiStepState) -> Command[str]:
         gates = list(state["gates"])
         record = gates[-1]
@@ -337,18 +344,18 @@ def _gate_node(
             timeout=timeout,
             default=default,
         )
-        decided = {"by": decision.actor, "comment": decision.comment}
+        decided: _Decided = {"by": decision.actor, "comment": decision.comment}
         match decision:
             case Approve():
-                gates[-1] = {**record, **decided, "decision": "approve"}  # type: ignore[typeddict-item]
+                gates[-1] = {**record, **decided, "decision": "approve"}
                 final = record["output"]
             case Modify(patch=patch):
                 # the runner has written the validated patch into the state; a graph resumed
                 # without it gets the patch here
                 final = str(patch.get("output", state.get("output", record["output"])))
-                gates[-1] = {**record, **decided, "decision": "modify", "edited": final}  # type: ignore[typeddict-item]
+                gates[-1] = {**record, **decided, "decision": "modify", "edited": final}
             case Reject(reason=reason):
-                gates[-1] = {**record, **decided, "decision": "reject", "reason": reason}  # type: ignore[typeddict-item]
+                gates[-1] = {**record, **decided, "decision": "reject", "reason": reason}
                 if attempt < max_attempts:
                     return Command(goto=phase.name, update={"gates": gates})
                 stopped = Stopped(at=phase.name, by=decision.actor, reason=reason)

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -110,6 +110,13 @@ DURABILITY: Durability = "exit"
 Once per run, where it stops, together with the ledger's record of the pause. Safe here because
 every step runs through `run_once`: after a crash `recover` replays the stretch since the last
 pause with the recorded decision, and a step that already ran returns its recorded result."""
+
+
+class _Decided(TypedDict):
+    """The fields of a `PlanVersion` every decision sets (typed, so a merged version stays one)."""
+
+    decided_by: str | None
+    comment: str | None
 
 
 def create_plan_review_graph(
@@ -191,22 +198,22 @@ def create_plan_review_graph(
             timeout=timeout,
             default=default,
         )
-        decided = {"decided_by": decision.actor, "comment": decision.comment}
+        decided: _Decided = {"decided_by": decision.actor, "comment": decision.comment}
         match decision:
             case Approve():
-                versions[-1] = {**proposal, **decided, "status": "approved"}  # type: ignore[typeddict-item]
+                versions[-1] = {**proposal, **decided, "status": "approved"}
                 steps = proposal["steps"]
             case Modify(patch=patch):
                 # the runner has written the validated patch into the state; a graph resumed
                 # without it gets the patch here
                 steps = list(patch.get("plan", state.get("plan") or []))
-                versions[-1] = {**proposal, **decided, "status": "edited"}  # type: ignore[typeddict-item]
+                versions[-1] = {**proposal, **decided, "status": "edited"}
                 versions.append(PlanVersion(version=proposal["version"] + 1, steps=steps,
                                             author=decision.actor or "reviewer", after_step=proposal["after_step"],
                                             status="approved", decided_by=decision.actor, comment=decision.comment,
                                             reason=None))
             case Reject(reason=reason):
-                versions[-1] = {**proposal, **decided, "status": "rejected", "reason": reason}  # type: ignore[typeddict-item]
+                versions[-1] = {**proposal, **decided, "status": "rejected", "reason": reason}
                 at = f"plan v{proposal['version']}"
                 stopped = Stopped(at=at, by=decision.actor, reason=reason)
                 return Command(goto=END, update={"plan_versions": versions, "stopped": stopped,

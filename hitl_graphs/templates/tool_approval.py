@@ -36,7 +36,7 @@ import json
 import operator
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import Annotated, Any, Literal, TypedDict, cast
+from typing import Annotated, Any, Literal, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolMessage
@@ -243,8 +243,8 @@ def create_tool_approval_graph(
             sends.append(Send("tools", task))
         return sends
 
-    def run_call(task: Mapping[str, Any], config: RunnableConfig) -> ToolApprovalState:
-        t = cast(_Task, task)
+    def run_call(state: _Task, config: RunnableConfig) -> ToolApprovalState:  # `state`: LangGraph's name for it
+        t = state
         call, level = t["call"], t.get("level")
         entry = {"call_id": call["id"], "tool": call["name"], "args": call["args"], "level": level,
                  "decision": None, "actor": None, "ran": False, "note": None}

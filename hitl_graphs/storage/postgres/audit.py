@@ -99,6 +99,7 @@ class PostgresAudit:
 
     def export(self, out: TextIO, *, thread_id: str | None = None) -> int:
         """Write the log (or one thread's entries) as JSON Lines; returns the count."""
+        args: tuple[str, ...]
         sql, args, requests = f"SELECT {_COLUMNS} FROM hitl_events", (), "SELECT thread_id, review_id, request FROM hitl_reviews"
         if thread_id is not None:
             sql, args, requests = sql + " WHERE thread_id = %s", (thread_id,), requests + " WHERE thread_id = %s"

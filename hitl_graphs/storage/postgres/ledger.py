@@ -187,7 +187,7 @@ class PostgresLedger:
 
     def pending(self, *, workflow: str | None = None, roles: Sequence[str] | None = None, limit: int = 50,
                 offset: int = 0) -> list[ReviewRequest]:
-        where, args = ["status = 'pending'"], []
+        where, args = ["status = 'pending'"], list[object]()
         if workflow is not None:
             where.append("workflow = %s")
             args.append(workflow)

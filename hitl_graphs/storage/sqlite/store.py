@@ -10,7 +10,6 @@ import os
 import sqlite3
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import cast
 
 from hitl_graphs.audit import key_from_env
 from hitl_graphs.errors import ConfigError, DatabaseBusyError
@@ -64,8 +63,7 @@ class SqliteStore(AbstractContextManager["SqliteStore"]):
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.location = self.path
-        self.conn = cast(HitlConnection, sqlite3.connect(self.path, check_same_thread=False, timeout=busy_timeout,
-                                                         factory=HitlConnection))
+        self.conn = sqlite3.connect(self.path, check_same_thread=False, timeout=busy_timeout, factory=HitlConnection)
         self.busy_timeout = busy_timeout
         self.conn.hitl_busy_timeout = busy_timeout
         key = audit_key.encode() if isinstance(audit_key, str) else audit_key
