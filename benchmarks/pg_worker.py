@@ -31,10 +31,11 @@ from typing import Any
 
 from benchmarks.graphs import WORKFLOW, ours_workflow
 from benchmarks.setups import INPUT, plain_cycle
+from benchmarks.worker import racing
 
 
 def ours(spec: dict[str, Any], rng: random.Random) -> Callable[[float], dict[str, Any]]:
-    from hitl_graphs import Approve, HitlError, Runner
+    from hitl_graphs import Runner
     from hitl_graphs.storage.postgres import PostgresStore
 
     runner = Runner(PostgresStore(spec["url"], max_connections=2), [ours_workflow(1, spec["durability"])], owns_store=True)
@@ -42,27 +43,7 @@ def ours(spec: dict[str, Any], rng: random.Random) -> Callable[[float], dict[str
     window = int(spec.get("window", 4))
     runner.start(WORKFLOW, INPUT)  # warm up, and keep a review waiting in the queue
 
-    def run(seconds: float) -> dict[str, Any]:
-        won: list[str] = []
-        conflicts = 0
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            runner.start(WORKFLOW, INPUT)
-            while True:
-                page = runner.pending(limit=window)
-                if not page:
-                    break
-                review = rng.choice(page)
-                try:
-                    runner.resume(review.thread_id, Approve(actor=me), review_id=review.review_id)
-                except HitlError:
-                    conflicts += 1
-                    continue
-                won.append(review.thread_id)
-                break
-        return {"cycles": len(won), "conflicts": conflicts, "won": won}
-
-    return run
+    return racing(runner, rng, me, window)
 
 
 def plain(spec: dict[str, Any], rng: random.Random) -> Callable[[float], dict[str, Any]]:

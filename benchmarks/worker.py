@@ -16,44 +16,55 @@ import os
 import random
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.graphs import WORKFLOW
 from benchmarks.setups import INPUT, Ours, Plain, plain_cycle
+
+if TYPE_CHECKING:
+    from hitl_graphs import Runner
+
+
+def racing(runner: Runner, rng: random.Random, me: str, window: int) -> Callable[[float], dict[str, Any]]:
+    """Ours, as a pool of workers runs: start a thread, then decide one of the `window` oldest
+    pending reviews at random, taking another when a worker got there first (a conflict)."""
+    from hitl_graphs import Approve, HitlError
+
+    def run(seconds: float) -> dict[str, Any]:
+        won: list[str] = []
+        conflicts = 0
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            runner.start(WORKFLOW, INPUT)
+            while True:
+                page = runner.pending(limit=window)
+                if not page:
+                    break
+                review = rng.choice(page)
+                try:
+                    runner.resume(review.thread_id, Approve(actor=me), review_id=review.review_id)
+                except HitlError:
+                    conflicts += 1
+                    continue
+                won.append(review.thread_id)
+                break
+        return {"cycles": len(won), "conflicts": conflicts, "won": won}
+
+    return run
 
 
 def main() -> None:
     spec: dict[str, Any] = json.loads(sys.argv[1])
     rng = random.Random(spec.get("seed", 0) * 7919 + os.getpid())
     if spec["kind"] == "ours":
-        from hitl_graphs import Approve, HitlError
-
         runner = Ours("worker", synchronous=spec["synchronous"], durability=spec["durability"]).runner(spec["db"])
         me = f"w{os.getpid()}"
         window = int(spec.get("window", 4))
         for _ in range(2):  # warm up, and keep a few reviews waiting in the queue
             runner.start(WORKFLOW, INPUT)
 
-        def run(seconds: float) -> dict[str, Any]:
-            won: list[str] = []
-            conflicts = 0
-            end = time.perf_counter() + seconds
-            while time.perf_counter() < end:
-                runner.start(WORKFLOW, INPUT)
-                while True:
-                    page = runner.pending(limit=window)
-                    if not page:
-                        break
-                    review = rng.choice(page)
-                    try:
-                        runner.resume(review.thread_id, Approve(actor=me), review_id=review.review_id)
-                    except HitlError:
-                        conflicts += 1
-                        continue
-                    won.append(review.thread_id)
-                    break
-            return {"cycles": len(won), "conflicts": conflicts, "won": won}
-
+        run = racing(runner, rng, me, window)
     else:
         plain = Plain("worker", saver=spec["saver"], synchronous=spec["synchronous"], durability=spec["durability"])
         app, _ = plain.open(spec["db"])
