@@ -83,7 +83,7 @@ class SqliteStore(AbstractContextManager["SqliteStore"]):
             wal = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
             if synchronous == "FULL" and wal:  # flushed by the connection, outside the write lock (`connection`)
                 self.conn.execute("PRAGMA synchronous=NORMAL")
-                self.conn.hitl_wal = self.path + "-wal"
+                self.conn.hitl_wal = os.path.abspath(self.path) + "-wal"  # a later chdir changes nothing
             else:
                 self.conn.execute(f"PRAGMA synchronous={synchronous}")
             self.conn.hitl_synchronous = synchronous
