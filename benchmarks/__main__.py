@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import aio, api, figures, large, postgres, setups
+from benchmarks import aio, api, figures, large, postgres, setups, throughput
 from benchmarks.graphs import ours_graph_source
 from benchmarks.report import print_report
 
@@ -28,7 +28,7 @@ FULL: dict[str, Any] = {
     "profile": {"cycles": 30},
     "listing": {"sizes": [1_000, 10_000, 100_000], "ours_reps": 30,
                 "plain_reps": {1_000: 5, 10_000: 3, 100_000: 1}, "page_sizes": [10, 50, 500], "resume_samples": 30},
-    "throughput": {"seconds": 2.5, "reps": 3},
+    "throughput": {"seconds": 2.5, "reps": 5},
     "disk": {"threads": 100},
     "api": {"size": 100_000, "list_reps": 50, "decisions": 30},
     "postgres": {"workers": [1, 2, 4, 8], "seconds": 2.0, "reps": 3, "audit_workers": [1, 2, 4, 8], "audit_seconds": 1.0,
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             ours_tp = [o for o in ours_all if o.name in chosen]
             plain_tp = [p for p in plain_all if p.name in chosen]
             with clock("throughput"):
-                results["throughput"] = figures.throughput(workdir, ours_tp, plain_tp, **plan["throughput"])
+                results["throughput"] = throughput.throughput(workdir, ours_tp, plain_tp, **plan["throughput"])
         if "disk" in only:
             _say("5. bytes on disk per paused and per finished thread")
             ours_d = [o for o in ours_all if o.name in (setups.THROUGHPUT_QUICK if args.quick else setups.DISK)]

@@ -1,13 +1,10 @@
-"""The five figures of issue 7 (plus a profile of where a cycle's time goes)."""
+"""The figures of issue 7 (plus a profile of where a cycle's time goes); throughput is `benchmarks.throughput`."""
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import sqlite3
-import subprocess
-import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -21,7 +18,6 @@ from benchmarks.graphs import WORKFLOW, ours_workflow
 from benchmarks.setups import INPUT, Ours, Plain, ours_cycle, plain_cycle
 from benchmarks.stats import ratios, remove_db, rounds, summary
 
-ROOT = Path(__file__).resolve().parent.parent
 INTERRUPT = "__interrupt__"  # LangGraph's (private) channel for pending interrupts
 
 
@@ -384,159 +380,6 @@ def _sample_paused(db: str, k: int, rng: random.Random) -> list[str]:
     finally:
         conn.close()
     return rng.sample(ids, k)
-
-
-# -- 4. throughput with worker processes ---------------------------------------------------------
-
-
-def raw_commit_rate(db: str, synchronous: str, seconds: float) -> float:
-    """Tiny one-row commits per second on this disk, WAL mode: the ceiling for any durable write."""
-    remove_db(db)
-    conn = sqlite3.connect(db)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute(f"PRAGMA synchronous={synchronous}")
-    conn.execute("CREATE TABLE t (x INTEGER)")
-    conn.commit()
-    n, t0 = 0, time.perf_counter()
-    while (elapsed := time.perf_counter() - t0) < seconds:
-        conn.execute("INSERT INTO t VALUES (?)", (n,))
-        conn.commit()
-        n += 1
-    conn.close()
-    remove_db(db)
-    return n / elapsed
-
-
-class _Pool:
-    """Worker processes (`python -m benchmarks.worker`) kept alive across timed windows."""
-
-    def __init__(self, spec: dict[str, Any], n: int, module: str = "benchmarks.worker") -> None:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-        self.procs = [
-            subprocess.Popen([sys.executable, "-m", module, json.dumps({**spec, "seed": i})],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             cwd=ROOT, env=env)
-            for i in range(n)
-        ]
-
-    def wait_ready(self) -> None:
-        for p in self.procs:
-            self._expect(p, "ready")
-
-    def _expect(self, p: subprocess.Popen[str], what: str) -> str:
-        assert p.stdout is not None
-        line = p.stdout.readline()
-        if not line:
-            err = p.stderr.read() if p.stderr else ""
-            raise RuntimeError(f"benchmark worker died: {err[-2000:]}")
-        if what == "ready" and line.strip() != "ready":
-            raise RuntimeError(f"benchmark worker said {line!r}")
-        return line
-
-    def run(self, k: int, seconds: float) -> list[dict[str, Any]]:
-        for p in self.procs[:k]:
-            assert p.stdin is not None
-            p.stdin.write(f"{seconds}\n")
-            p.stdin.flush()
-        return [json.loads(self._expect(p, "result")) for p in self.procs[:k]]
-
-    def close(self) -> None:
-        for p in self.procs:
-            if p.stdin:
-                p.stdin.close()
-        for p in self.procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-
-
-def throughput(workdir: Path, ours: Sequence[Ours], plain: Sequence[Plain], *, seconds: float, reps: int,
-               workers: Sequence[int] = (1, 2), seed: int = 5) -> dict[str, Any]:
-    """Completed cycles per second with 1 and 2 worker processes on one SQLite file.
-
-    Our workers take reviews from the shared queue (`pending`, then `resume` one of the oldest
-    few, so two workers often race for the same review) and start a new thread per cycle; plain
-    workers start and resume their own threads (LangGraph cannot list what waits). Afterwards
-    every decision is checked: won once, applied once, its step executed once.
-    """
-    rng = random.Random(seed)
-    raw = {s: raw_commit_rate(str(workdir / f"raw-{s}.sqlite"), s, min(1.0, seconds)) for s in ("FULL", "NORMAL")}
-    configs: list[tuple[str, dict[str, Any]]] = []
-    for o in ours:
-        configs.append((o.name, {"kind": "ours", "synchronous": o.synchronous, "durability": o.durability}))
-    for p in plain:
-        configs.append((p.name, {"kind": "plain", "saver": p.saver, "synchronous": p.synchronous, "durability": p.durability}))
-    dbs = {name: str(workdir / f"throughput-{name}.sqlite") for name, _ in configs}
-    pools: dict[str, _Pool] = {}
-    results: dict[str, dict[int, list[dict[str, Any]]]] = {name: {k: [] for k in workers} for name, _ in configs}
-    try:
-        for name, spec in configs:  # all processes start at once; their imports overlap
-            remove_db(dbs[name])
-            pools[name] = _Pool({**spec, "db": dbs[name], "window": 4}, max(workers))
-        for pool in pools.values():
-            pool.wait_ready()
-        for _ in range(reps):
-            order = [(name, k) for name, _ in configs for k in workers]
-            rng.shuffle(order)
-            for name, k in order:
-                results[name][k].append({"workers": pools[name].run(k, seconds)})
-    finally:
-        for pool in pools.values():
-            pool.close()
-    out: dict[str, Any] = {"seconds_per_window": seconds, "windows": reps,
-                           "raw_sqlite_commits_per_s": {s: round(v) for s, v in raw.items()}, "configs": {}}
-    for name, spec in configs:
-        entry: dict[str, Any] = {}
-        for k in workers:
-            runs = results[name][k]
-            rates = [sum(w["cycles"] for w in r["workers"]) / seconds for r in runs]
-            entry[str(k)] = {
-                "cycles_per_s": summary(rates, 1),
-                "conflicts": sum(w.get("conflicts", 0) for r in runs for w in r["workers"]),
-            }
-        if spec["kind"] == "ours":
-            wins = [t for k in workers for r in results[name][k] for w in r["workers"] for t in w["won"]]
-            entry["check"] = _check_decisions(dbs[name], wins)
-        one, two = entry[str(workers[0])]["cycles_per_s"]["median"], entry[str(workers[-1])]["cycles_per_s"]["median"]
-        entry["scaling"] = round(two / one, 2) if one else None
-        out["configs"][name] = entry
-        remove_db(dbs[name])
-    return out
-
-
-def _check_decisions(db: str, wins: list[str]) -> dict[str, Any]:
-    """No decision lost or doubled: every won resume applied once, executed once; nothing stuck."""
-    from hitl_graphs import Runner, SqliteStore
-
-    with Runner(SqliteStore(db), [ours_workflow()], owns_store=True) as runner:
-        conn = runner.store.conn
-        with runner.store.lock:
-            doubled = conn.execute(
-                "SELECT count(*) FROM (SELECT thread_id, review_id FROM hitl_events WHERE event = 'decided' "
-                "GROUP BY thread_id, review_id HAVING count(*) > 1)").fetchone()[0]
-            decided_events = conn.execute("SELECT count(*) FROM hitl_events WHERE event = 'decided'").fetchone()[0]
-            applied = {r[0] for r in conn.execute("SELECT thread_id FROM hitl_reviews WHERE status = 'applied'")}
-            stuck = conn.execute("SELECT count(*) FROM hitl_reviews WHERE status = 'decided'").fetchone()[0]
-            running = conn.execute("SELECT count(*) FROM hitl_threads WHERE status = 'running'").fetchone()[0]
-        executed_once = 0
-        for thread_id in set(wins):
-            view = runner.show(thread_id)
-            executed_once += view.status == "done" and len(view.state.get("results") or []) == 1
-    return {
-        "decisions_won": len(wins),
-        "won_twice": len(wins) - len(set(wins)),
-        "decided_events": decided_events,
-        "decided_twice": doubled,
-        "won_but_not_applied": len(set(wins) - applied),
-        "applied_but_not_won": len(applied - set(wins)),
-        "executed_exactly_once": executed_once,
-        "stuck_decided": stuck,
-        "stuck_running": running,
-        "ok": (len(wins) == len(set(wins)) == decided_events == len(applied) == executed_once
-               and doubled == 0 and stuck == 0 and running == 0 and applied == set(wins)),
-    }
 
 
 # -- 5. bytes on disk per thread ---------------------------------------------------------------

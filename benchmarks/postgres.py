@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.figures import _Pool
+from benchmarks.throughput import _Pool
 from benchmarks.graphs import TEMPLATE_DURABILITY, ours_workflow
 from benchmarks.pg_probe import CpuClock, WaitSampler
 from benchmarks.stats import summary

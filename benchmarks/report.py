@@ -11,6 +11,11 @@ def _mmm(s: dict[str, Any] | None, unit: str = "") -> str:
     return f"{s['median']:g}{unit}  ({s['min']:g} .. {s['max']:g})"
 
 
+def _ms(figure: dict[str, Any], key: str) -> str:
+    value = figure.get(key)
+    return "-" if value is None else f"{value:g}"
+
+
 class _Out:
     def __init__(self) -> None:
         try:
@@ -92,12 +97,17 @@ def print_report(results: dict[str, Any]) -> None:
         rows = []
         for name, e in tp["configs"].items():
             check = e.get("check")
-            rows.append([name, _mmm(e["1"]["cycles_per_s"]), _mmm(e["2"]["cycles_per_s"]), e["scaling"],
-                         e["2"]["conflicts"], "-" if check is None else ("ok" if check["ok"] else f"FAILED {check}")])
+            one, two = e["1"], e["2"]
+            rows.append([name, _mmm(one["cycles_per_s"]), _mmm(two["cycles_per_s"]), _mmm(e["scaling"], "x"),
+                         f"{_ms(one, 'p50_ms')} / {_ms(one, 'p99_ms')} / {_ms(one, 'max_ms')}",
+                         f"{_ms(two, 'p50_ms')} / {_ms(two, 'p99_ms')} / {_ms(two, 'max_ms')}",
+                         two["conflicts"], "-" if check is None else ("ok" if check["ok"] else f"FAILED {check}")])
         raw = tp["raw_sqlite_commits_per_s"]
-        rows.append(["raw SQLite commits/s", f"FULL {raw['FULL']:,}", f"NORMAL {raw['NORMAL']:,}", "", "", ""])
-        out.table(f"4. throughput ({tp['windows']} windows of {tp['seconds_per_window']} s)",
-                  ["setup", "1 worker cycles/s", "2 workers cycles/s", "2/1", "conflicts (2w)", "decisions"], rows)
+        out.table(f"4. throughput: 1 and 2 worker processes on one file ({tp['windows']} windows of "
+                  f"{tp['seconds_per_window']} s each; latency of every cycle of all windows)",
+                  ["setup", "1 worker cycles/s", "2 workers cycles/s", "2/1 per window", "1w p50 / p99 / max ms",
+                   "2w p50 / p99 / max ms", "conflicts (2w)", "lost / doubled"], rows)
+        print(f"   raw SQLite commits/s on this disk: FULL {raw['FULL']:,}, NORMAL {raw['NORMAL']:,}")
         if bound := tp.get("commit_bound_cycles_per_s"):
             print("   commit-bound ceiling (raw commits/s / commits per cycle): "
                   + ", ".join(f"{name} {b['FULL']:,}" for name, b in bound.items() if name in tp["configs"]))

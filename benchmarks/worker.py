@@ -1,12 +1,15 @@
 """A throughput worker process: `python -m benchmarks.worker SPEC_JSON`.
 
 Prints `ready` once its database is open, then for every line `SECONDS` read on stdin runs cycles
-for that long and prints one JSON line: `{"cycles", "conflicts", "won": [thread ids]}`.
+for that long and prints one JSON line: `{"cycles", "conflicts", "won": [thread ids], "ms": [each
+cycle's milliseconds]}`.
 
 - ours: start a thread (it pauses), then take a review from the shared queue (`pending`, one of
   the `window` oldest at random) and resume it; a review another worker decided first is a
   conflict (`AlreadyDecidedError`, `ThreadBusyError`...), and the worker takes another.
 - plain: start and resume its own thread (plain LangGraph has no queue to take from).
+
+A cycle's latency runs from its start to its won resume, lost races included.
 """
 
 from __future__ import annotations
@@ -33,9 +36,10 @@ def racing(runner: Runner, rng: random.Random, me: str, window: int) -> Callable
 
     def run(seconds: float) -> dict[str, Any]:
         won: list[str] = []
+        ms: list[float] = []
         conflicts = 0
         end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
+        while (t0 := time.perf_counter()) < end:
             runner.start(WORKFLOW, INPUT)
             while True:
                 page = runner.pending(limit=window)
@@ -48,8 +52,9 @@ def racing(runner: Runner, rng: random.Random, me: str, window: int) -> Callable
                     conflicts += 1
                     continue
                 won.append(review.thread_id)
+                ms.append(round((time.perf_counter() - t0) * 1000, 3))
                 break
-        return {"cycles": len(won), "conflicts": conflicts, "won": won}
+        return {"cycles": len(won), "conflicts": conflicts, "won": won, "ms": ms}
 
     return run
 
@@ -72,12 +77,13 @@ def main() -> None:
         cycle()
 
         def run(seconds: float) -> dict[str, Any]:
-            n = 0
+            done: list[str] = []
+            ms: list[float] = []
             end = time.perf_counter() + seconds
-            while time.perf_counter() < end:
-                cycle()
-                n += 1
-            return {"cycles": n, "conflicts": 0, "won": []}
+            while (t0 := time.perf_counter()) < end:
+                done.append(cycle())
+                ms.append(round((time.perf_counter() - t0) * 1000, 3))
+            return {"cycles": len(done), "conflicts": 0, "won": done, "ms": ms}
 
     print("ready", flush=True)
     for line in sys.stdin:

@@ -133,8 +133,28 @@ def test_reads_see_rows_waiting_for_a_commit(db: str) -> None:
 
 
 def test_checkpoints_never_ride_a_commit_that_skips_the_flush(db: str) -> None:
-    with SqliteStore(db) as store:
+    with SqliteStore(db) as store:  # FULL on WAL: the connection flushes the WAL after the commits that need it
         graph = steps_graph().compile(checkpointer=store.saver)
+        flushes = store.conn.hitl_flushes
+        with write_transaction(store.conn, store.lock, flush=False) as c:
+            c.execute("INSERT INTO hitl_effects VALUES ('t', 'k', '1', 0)")
+        assert store.conn.hitl_flushes == flushes  # nothing durable waited: no flush
+        graph.invoke({}, {"configurable": {"thread_id": "t", DEFER_KEY: True}}, durability="exit")
+        assert store.saver.waiting()
+        with write_transaction(store.conn, store.lock, flush=False):
+            pass
+        assert store.conn.hitl_flushes == flushes + 1  # the checkpoint joined it: flushed
+        assert not store.saver.waiting()
+        with write_transaction(store.conn, store.lock) as c:
+            c.execute("INSERT INTO hitl_effects VALUES ('t', 'k2', '1', 0)")
+        assert store.conn.hitl_flushes == flushes + 2
+
+
+def test_checkpoints_never_ride_a_commit_that_skips_the_flush_where_sqlite_flushes(tmp_path: Path) -> None:
+    with SqliteStore(str(tmp_path / "journal.sqlite")) as store:
+        store.conn.hitl_wal = None  # as on a file that cannot use WAL: SQLite's own FULL flushes every commit
+        graph = steps_graph().compile(checkpointer=store.saver)
+        store.conn.execute("PRAGMA synchronous=FULL")
         with write_transaction(store.conn, store.lock, flush=False) as c:
             assert c.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL: nothing durable waits
         graph.invoke({}, {"configurable": {"thread_id": "t", DEFER_KEY: True}}, durability="exit")
@@ -236,3 +256,38 @@ def test_kill_before_the_first_pause_is_recorded(db: str, effects_file: Path) ->
         assert events[:2] == ["started", "reconciled"] and "recovering" in events
     # the work before the pause ran again for both starts; the payment once, after the approval
     assert effects() == ["prepare", "prepare", "prepare", "pay:acme:120"]
+
+
+def test_with_full_what_a_guarantee_rests_on_is_flushed_before_anything_acts_on_it(db: str) -> None:
+    """The flush runs after the write lock is released, but still before the caller goes on:
+    the pause before the runner returns, the decision before the node runs, an effect's result
+    before the node goes on, the end before `resume` returns."""
+    seen: list[tuple[str, int]] = []
+    store = SqliteStore(db)
+
+    def gate(state: StepsState) -> StepsState:
+        request_review("gate", {"steps": 1}, title="Act?", allowed=("approve", "reject"))
+        seen.append(("the node runs on the decision", store.conn.hitl_flushes - base))
+        return {}
+
+    def act(state: StepsState) -> StepsState:
+        run_once("act", lambda: "done")
+        seen.append(("the node goes on after its effect", store.conn.hitl_flushes - base))
+        return {"done": 1}
+
+    def build() -> StateGraph[StepsState]:
+        g = StateGraph(StepsState)
+        g.add_node("gate", gate)
+        g.add_node("act", act)
+        g.add_edge(START, "gate")
+        g.add_edge("gate", "act")
+        g.add_edge("act", END)
+        return g
+
+    with Runner(store, [Workflow("act", build, durability="exit")], owns_store=True) as runner:
+        base = store.conn.hitl_flushes
+        paused = runner.start("act", {})
+        assert store.conn.hitl_flushes - base == 1  # the pause, with its checkpoint and review
+        runner.resume(paused.thread_id, Approve(actor="ana"))
+        assert seen == [("the node runs on the decision", 2), ("the node goes on after its effect", 3)]
+        assert store.conn.hitl_flushes - base == 4  # the end

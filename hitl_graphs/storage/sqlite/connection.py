@@ -12,10 +12,24 @@ atomically with whatever the next writer records.
 Rows that only keep books (a thread's start, a history entry) commit without waiting for the
 disk flush (`write_transaction(flush=False)`): a process crash loses nothing, and the next flushed
 commit, made before the caller hears back, flushes them too.
+
+**The flush happens after the write lock is released.** With `synchronous="FULL"` on a WAL
+file, SQLite itself runs with `NORMAL` and the connection flushes the WAL (`fdatasync`) after
+each commit that must reach the disk, once the write lock and the writers' queue (`writers`) are
+released, and before the caller goes on. A flushed commit still reaches the disk before its
+writer hears back or acts on it (a decision before the graph runs, an effect's result before the
+node goes on), exactly as with SQLite's own `FULL`; the WAL is written in order, so a flush
+covers every commit before it. What changes is only that the write lock is not held through the
+disk's flush: another process writes meanwhile, and may read the commit during the flush (a few
+milliseconds) before it is on disk. Whatever that process writes because of it is flushed by its
+own commit, which covers ours; only what it shows from a read alone (a listing, "already decided")
+can be undone by a power cut within those milliseconds, as if the cut had come before our commit.
+LangGraph's own commits on the connection (runs with a checkpoint per step) are flushed the same way.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -23,6 +37,7 @@ from contextlib import contextmanager
 from typing import Any, Literal, Protocol
 
 from hitl_graphs.errors import ConfigError, DatabaseBusyError
+from hitl_graphs.storage.sqlite.writers import WriterQueue
 
 Synchronous = Literal["FULL", "NORMAL"]
 
@@ -56,7 +71,15 @@ class HitlConnection(sqlite3.Connection):
         self.hitl_synchronous: Synchronous = "FULL"
         self.hitl_busy_timeout: float | None = None
         self.hitl_audit_key: bytes | None = None
+        self.hitl_writers = WriterQueue(None)
+        """Where this file's writers queue before `BEGIN IMMEDIATE` (`writers`); none until the store sets it."""
+        self.hitl_wal: str | None = None
+        """The WAL file this connection flushes itself after a commit (`synchronous="FULL"` on WAL), else None."""
+        self.hitl_flushes = 0
+        """How many commits this connection has flushed itself (`hitl_wal`)."""
         self._hitl_after: list[Callable[[bool], None]] = []
+        self._hitl_in_tx = False
+        self._hitl_flush_due = False
 
     def hitl_durable_waiting(self) -> bool:
         return any(p.durable and p.waiting() for p in self.hitl_pending)
@@ -75,7 +98,27 @@ class HitlConnection(sqlite3.Connection):
         except BaseException:
             self.rollback()  # the commit fails as a whole: nothing half-written stays open
             raise
+        wrote = self.in_transaction
         self._hitl_done(self._hitl_commit)
+        if wrote and self.hitl_wal is not None and not self.hitl_relaxed:
+            if self._hitl_in_tx:
+                self._hitl_flush_due = True  # `write_transaction` flushes once the lock is released
+            else:
+                self.hitl_flush()
+
+    def hitl_flush(self) -> None:
+        """Flush the WAL to disk: every commit made so far on the file is then durable."""
+        if self.hitl_wal is None:
+            return
+        try:
+            fd = os.open(self.hitl_wal, os.O_RDONLY)
+        except FileNotFoundError:  # no WAL any more (another program changed the journal mode): the file itself
+            fd = os.open(self.hitl_wal.removesuffix("-wal"), os.O_RDONLY)
+        try:
+            _datasync(fd)
+        finally:
+            os.close(fd)
+        self.hitl_flushes += 1
 
     def rollback(self) -> None:
         self._hitl_done(super().rollback, committed=False)
@@ -109,15 +152,20 @@ def write_transaction(
     Rows waiting for a commit are written first (`pending_first`), so the history keeps its
     order; a caller that passes False calls `write_pending` where they belong.
     """
+    flush_due = False
     with lock:
         hitl = conn if isinstance(conn, HitlConnection) else None
         relaxed = not flush and hitl is not None and hitl.hitl_synchronous == "FULL" and not hitl.hitl_durable_waiting()
-        if relaxed:
+        toggled = relaxed and hitl is not None and hitl.hitl_wal is None  # SQLite flushes: skip it for this commit
+        if toggled:
             conn.execute("PRAGMA synchronous=NORMAL")
         if hitl is not None:
             hitl.hitl_relaxed = relaxed
+            hitl._hitl_in_tx = True
+        timeout = _timeout_of(conn)
+        writers = hitl.hitl_writers if hitl is not None else WriterQueue(None)
         try:
-            with busy_as_error(_timeout_of(conn)):
+            with writers.hold(timeout=timeout, busy_message=busy_message(timeout)), busy_as_error(timeout):
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     if pending_first:
@@ -129,9 +177,16 @@ def write_transaction(
                 conn.commit()
         finally:
             if hitl is not None:
+                flush_due, hitl._hitl_flush_due = hitl._hitl_flush_due, False
                 hitl.hitl_relaxed = False
-            if relaxed:
+                hitl._hitl_in_tx = False
+            if toggled:
                 conn.execute("PRAGMA synchronous=FULL")
+    if flush_due and hitl is not None:  # the write lock and the queue are free: others write during our flush
+        hitl.hitl_flush()
+
+
+_datasync = getattr(os, "fdatasync", os.fsync)  # as SQLite: the data and the size, not the timestamps
 
 
 def is_busy(exc: sqlite3.OperationalError) -> bool:

@@ -55,9 +55,10 @@ def _this_process() -> _Process:
     return _process
 
 
-def _file(path: str) -> int | None:
+def marks_file(path: str) -> int | None:
     """The marks file's descriptor; None where it cannot be opened (a read-only folder): then a
-    live process on this host is trusted to be running its threads, as before per-run marks."""
+    live process on this host is trusted to be running its threads, as before per-run marks.
+    Byte 0 is not a run's mark: writers queue on it (`writers`)."""
     key = os.path.realpath(path)
     with _files_lock:
         if key not in _files:
@@ -90,7 +91,7 @@ class RunMarks:
         slot = next(proc.counter) % _SLOTS_PER_PID
         owner = f"{HOST}:{proc.pid}:{slot}"
         offset = proc.pid * _SLOTS_PER_PID + slot
-        fd = _file(self.path) if self.path is not None else None
+        fd = marks_file(self.path) if self.path is not None else None
         if fd is not None:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
         with proc.lock:
@@ -123,7 +124,7 @@ class RunMarks:
                 return owner in proc.held
         if not _pid_alive(pid):
             return False
-        fd = _file(self.path) if self.path is not None else None
+        fd = marks_file(self.path) if self.path is not None else None
         return True if fd is None else _locked(fd, pid * _SLOTS_PER_PID + slot)
 
 

@@ -26,6 +26,7 @@ from hitl_graphs.storage.sqlite.saver import HitlSqliteSaver
 from hitl_graphs.storage.sqlite.schema import ensure_schema
 from hitl_graphs.storage.sqlite.tokens import SqliteTokens
 from hitl_graphs.storage.sqlite.webhooks import SqliteWebhooks
+from hitl_graphs.storage.sqlite.writers import WriterQueue
 
 
 
@@ -36,8 +37,10 @@ class SqliteStore(AbstractContextManager["SqliteStore"]):
         path: The database file; created with its folder if missing. Defaults to `$HITL_DB` or
             `checkpoints/hitl.sqlite`. `":memory:"` works for a single process.
         busy_timeout: Seconds a writer waits for another process's lock before failing.
-        synchronous: `FULL` (default) flushes the WAL on every commit, surviving power loss;
-            `NORMAL` survives a process crash (SIGKILL) but may lose the last commits on power loss.
+        synchronous: `FULL` (default) flushes the WAL after every commit that must survive power
+            loss, before the caller goes on, and after the write lock is released, so other
+            processes write meanwhile (see `connection`); `NORMAL` survives a process crash
+            (SIGKILL) but may lose the last commits on power loss.
         audit_key: A secret the audit log's entries are keyed with (HMAC), so a chain rebuilt
             without it is detected; defaults to `$HITL_AUDIT_KEY` (none when unset).
 
@@ -72,10 +75,15 @@ class SqliteStore(AbstractContextManager["SqliteStore"]):
         self.conn.hitl_audit_key = self.audit_key
         self.marks = RunMarks(None if self.path == ":memory:" else self.path)
         """Which runs hold a thread right now (see `hitl_graphs.liveness`)."""
+        self.conn.hitl_writers = WriterQueue(None if self.path == ":memory:" else self.path)
         try:
             self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute(f"PRAGMA synchronous={synchronous}")
+            wal = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
+            if synchronous == "FULL" and wal:  # flushed by the connection, outside the write lock (`connection`)
+                self.conn.execute("PRAGMA synchronous=NORMAL")
+                self.conn.hitl_wal = os.path.abspath(self.path) + "-wal"  # a later chdir changes nothing
+            else:
+                self.conn.execute(f"PRAGMA synchronous={synchronous}")
             self.conn.hitl_synchronous = synchronous
             self.synchronous = synchronous
             self.saver = HitlSqliteSaver(self.conn, serde=GuardedSerializer())
