@@ -40,7 +40,7 @@ def api(workdir: Path, *, size: int, list_reps: int, decisions: int, seed: int =
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(runner), host="127.0.0.1", port=port, log_level="error"))
+    server = uvicorn.Server(uvicorn.Config(create_app(runner), host="127.0.0.1", port=port, log_level="error", ws="none"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:

@@ -32,7 +32,7 @@ class Server:
         port = _free_port()
         self.url = f"http://127.0.0.1:{port}"
         config = uvicorn.Config(create_app(self.runner, poll=0.05), host="127.0.0.1", port=port, log_level="error",
-                                lifespan="on")
+                                lifespan="on", ws="none")  # as `hitl serve` runs it: no WebSocket
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
