@@ -33,9 +33,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
-from typing import Final
+from typing import Any, Final
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow
 from psycopg_pool import ConnectionPool
 
@@ -88,7 +89,27 @@ _PINNED: ContextVar[Conn | None] = ContextVar("hitl_pg_pinned", default=None)
 
 class Pool(ConnectionPool[Conn]):
     """The store's pool; `relaxed()` lets code that takes its own connections from it (LangGraph's
-    `PostgresSaver`) commit without waiting for the disk, on one connection set up for it."""
+    `PostgresSaver`) commit without waiting for the disk.
+
+    Those commits go through a second, small pool whose sessions start with `synchronous_commit =
+    off` (a connection option: no statement spent on setting or undoing it), so a connection of
+    the main pool never carries the setting.
+    """
+
+    def __init__(self, conninfo: str, *, kwargs: dict[str, Any], max_size: int, name: str, **rest: Any) -> None:
+        given = conninfo_to_dict(conninfo).get("options")  # the URL's own options are kept
+        options = f"{given} -c synchronous_commit=off" if given else "-c synchronous_commit=off"
+        self._relaxed = ConnectionPool(conninfo, kwargs={**kwargs, "options": options}, min_size=0,
+                                       max_size=max_size, open=False, name=f"{name} (relaxed)", num_workers=1)
+        super().__init__(conninfo, kwargs=kwargs, max_size=max_size, name=name, **rest)
+
+    def open(self, wait: bool = False, timeout: float = 30.0) -> None:
+        super().open(wait, timeout)
+        self._relaxed.open()
+
+    def close(self, timeout: float = 5.0) -> None:
+        self._relaxed.close(timeout)
+        super().close(timeout)
 
     @contextmanager
     def connection(self, timeout: float | None = None) -> Iterator[Conn]:
@@ -101,20 +122,14 @@ class Pool(ConnectionPool[Conn]):
 
     @contextmanager
     def relaxed(self) -> Iterator[None]:
-        """Within this block (this thread or task), every connection taken from the pool is one
-        whose commits do not wait for the disk flush; the setting is undone before it goes back.
+        """Within this block (this thread or task), the connection taken from the pool is one whose
+        commits do not wait for the disk flush.
 
         Only for commits a flushed one follows before the caller hears back (see the table above).
         """
-        with super().connection() as c:
-            c.execute("SET synchronous_commit = off")
+        with self._relaxed.connection() as c:
             token = _PINNED.set(c)
             try:
                 yield
             finally:
                 _PINNED.reset(token)
-                try:
-                    c.execute("RESET synchronous_commit")
-                except psycopg.Error:
-                    c.close()  # never back into the pool still relaxed
-                    raise

@@ -162,10 +162,11 @@ class PostgresLedger:
                 if won.fetchone() is None:
                     self._refuse(c, thread_id, review_id, by_deadline)
                 self._check_thread(thread.fetchone(), thread_id, owner)  # a live run holds it: the claim rolls back
-                c.execute(f"UPDATE hitl_threads SET status = 'running', owner = %s, lease_until = {DB_NOW} + %s, "
-                          "updated_at = %s WHERE thread_id = %s", (owner, _length(lease_until, now), now, thread_id))
                 data = {**decision, **(record or {}), "by": "deadline" if by_deadline else "person"}
-                self._append(c, thread_id, [Event("decided", review_id, decision.get("actor"), data)], now)
+                with c.pipeline():  # the thread's row and the audit chain's lock: one round trip
+                    c.execute(f"UPDATE hitl_threads SET status = 'running', owner = %s, lease_until = {DB_NOW} + %s, "
+                              "updated_at = %s WHERE thread_id = %s", (owner, _length(lease_until, now), now, thread_id))
+                    self._append(c, thread_id, [Event("decided", review_id, decision.get("actor"), data)], now)
         except AlreadyDecidedError:
             with self.pool.connection() as c:
                 flush(c)  # the decision it names may be a moment from the disk: on it before anyone hears of it
@@ -236,28 +237,31 @@ class PostgresLedger:
                 "SELECT review_id, status, request FROM hitl_reviews WHERE thread_id = %s "
                 "ORDER BY created_at, review_id FOR UPDATE", (thread_id,))}
             plan = plan_sync(known, pending, status=status, outcome=outcome, events=events)
-            for rid in plan.applied:
-                c.execute("UPDATE hitl_reviews SET status = 'applied', applied_at = %s WHERE thread_id = %s AND "
-                          "review_id = %s", (now, thread_id, rid))
-            for rid, new_status in plan.closed:
-                c.execute("UPDATE hitl_reviews SET status = %s WHERE thread_id = %s AND review_id = %s",
-                          (new_status, thread_id, rid))
-            for r, ck in plan.added:
-                c.execute(
-                    "INSERT INTO hitl_reviews (thread_id, review_id, workflow, status, checkpoint_id, request, created_at, "
-                    "deadline, required_role) VALUES (%s, %s, %s, 'pending', %s, %s, %s, %s, %s)",
-                    (thread_id, r.review_id, r.workflow, ck, r.model_dump_json(), r.created_at.timestamp(),
-                     r.deadline.timestamp() if r.deadline else None, r.required_role),
-                )
-            got = c.execute(f"SELECT {_THREAD} FROM hitl_threads WHERE thread_id = %s FOR UPDATE", (thread_id,)).fetchone()
+            with c.pipeline():  # the reviews' changes and the thread's lock: one round trip
+                for rid in plan.applied:
+                    c.execute("UPDATE hitl_reviews SET status = 'applied', applied_at = %s WHERE thread_id = %s AND "
+                              "review_id = %s", (now, thread_id, rid))
+                for rid, new_status in plan.closed:
+                    c.execute("UPDATE hitl_reviews SET status = %s WHERE thread_id = %s AND review_id = %s",
+                              (new_status, thread_id, rid))
+                for r, ck in plan.added:
+                    c.execute(
+                        "INSERT INTO hitl_reviews (thread_id, review_id, workflow, status, checkpoint_id, request, "
+                        "created_at, deadline, required_role) VALUES (%s, %s, %s, 'pending', %s, %s, %s, %s, %s)",
+                        (thread_id, r.review_id, r.workflow, ck, r.model_dump_json(), r.created_at.timestamp(),
+                         r.deadline.timestamp() if r.deadline else None, r.required_role),
+                    )
+                locked = c.execute(f"SELECT {_THREAD} FROM hitl_threads WHERE thread_id = %s FOR UPDATE", (thread_id,))
+            got = locked.fetchone()
             if got is None:
                 raise UnknownThreadError(f"thread {thread_id!r} does not exist")
             prev = ThreadRow(**got)
-            c.execute("UPDATE hitl_threads SET status = %s, outcome = %s, error = %s, owner = NULL, lease_until = NULL, "
-                      "updated_at = %s WHERE thread_id = %s", (status, outcome, error, now, thread_id))
-            self._append(c, thread_id, [*plan.events, *ended(prev.status, prev.outcome, status, outcome, error)], now)
-            if (plan.decided and status == "paused") or any(r.deadline is not None for r, _ in plan.added):
-                c.execute("SELECT pg_notify(%s, %s)", (CHANNEL, thread_id))  # sent when this commits
+            with c.pipeline():  # the thread's row, the notice and the audit chain's lock: one round trip
+                c.execute("UPDATE hitl_threads SET status = %s, outcome = %s, error = %s, owner = NULL, "
+                          "lease_until = NULL, updated_at = %s WHERE thread_id = %s", (status, outcome, error, now, thread_id))
+                if (plan.decided and status == "paused") or any(r.deadline is not None for r, _ in plan.added):
+                    c.execute("SELECT pg_notify(%s, %s)", (CHANNEL, thread_id))  # sent when this commits
+                self._append(c, thread_id, [*plan.events, *ended(prev.status, prev.outcome, status, outcome, error)], now)
         return synced(plan, replace(prev, status=status, outcome=outcome, error=error, owner=None, lease_until=None,
                                     updated_at=now))
 

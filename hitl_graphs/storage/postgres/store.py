@@ -6,7 +6,9 @@ open at once) unless it already is, and refuses a database written by a newer hi
 
 Every part (the saver, the ledger, effects, audit, feedback) takes connections from one
 `psycopg_pool.ConnectionPool`, set up as `PostgresSaver` needs (`connection.CONNECTION_KWARGS`);
-each of our methods is one transaction on one pooled connection.
+each of our methods is one transaction on one pooled connection. (A run's checkpoint that rides on
+the ledger's next flushed commit goes through a second, small pool of the same pool object:
+`commits.Pool`.)
 """
 
 from __future__ import annotations
