@@ -12,8 +12,9 @@ Kinds (`spec["kind"]`):
   it takes another. Every process shares one queue, as a pool of workers does.
 - `plain`: plain LangGraph on `PostgresSaver` (one connection, as its docs set it up), the same
   graph shape and durability, starting and resuming its own threads (it has no queue to share).
-- `audit`: append one audit entry per transaction (`ledger.add_events`) to the one global chain;
-  `cycles` counts appends.
+- `audit`: append one audit entry per transaction (`ledger.add_events`) to the one global chain,
+  flushed to disk before the next (`store.flush()`), as a decision's entry is; `cycles` counts
+  appends.
 - `insert`: one plain row per transaction into an unchained table: the server's commit rate with
   as many writers, the reference for `audit`.
 """
@@ -69,6 +70,7 @@ def audit(spec: dict[str, Any], rng: random.Random) -> Callable[[float], dict[st
 
     def append() -> None:
         store.ledger.add_events(thread_id, [Event("bench", actor="bench", data={"n": 1})])
+        store.flush()  # on disk before going on, as a decision's entry (the chain's lock is already released)
 
     append()
     return _loop(append)

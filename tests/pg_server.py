@@ -74,6 +74,7 @@ class PgServer:
     root: Path
     port: int
     as_user: list[str]
+    options: str = ""
 
     @property
     def data_dir(self) -> Path:
@@ -81,6 +82,14 @@ class PgServer:
 
     def url(self, dbname: str) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{dbname}"
+
+    def crash_and_restart(self) -> None:
+        """Stop the server as a power cut would (`pg_ctl stop -m immediate`: no shutdown checkpoint,
+        WAL not yet written from memory is lost) and start it again (crash recovery replays the WAL)."""
+        subprocess.run([*self.as_user, str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-m", "immediate", "-w", "stop"],
+                       capture_output=True, text=True, timeout=60, check=True)
+        _run([*self.as_user, str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-l", str(self.root / "server.log"),
+              "-o", self.options, "-w", "-t", "60", "start"], "pg_ctl start")
 
     def stop(self) -> None:
         if (self.data_dir / "postmaster.pid").exists():
@@ -92,11 +101,12 @@ class PgServer:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_server(*, durable: bool = False) -> PgServer:
+def start_server(*, durable: bool = False, options: str = "") -> PgServer:
     """Initialise and start a server in a fresh temp dir; raises `PostgresUnavailable` saying why not.
 
     `durable=True` keeps PostgreSQL's defaults (fsync, synchronous commit, full page writes): what the
-    benchmarks measure (`benchmarks/postgres.py`); tests turn them off.
+    benchmarks measure (`benchmarks/postgres.py`); tests turn them off. `options` adds server
+    settings (`-c name=value ...`).
     """
     bin_dir = find_bin_dir()
     as_user = _run_as()
@@ -109,14 +119,14 @@ def start_server(*, durable: bool = False) -> PgServer:
               "--encoding=UTF8", "--locale=C", "--no-sync"], "initdb")
         for attempt in range(3):
             port = _free_port()
-            server = PgServer(bin_dir, root, port, as_user)
-            options = (f"-c port={port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={root} "
-                       "-c max_connections=200")
+            settings = (f"-c port={port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={root} "
+                        f"-c max_connections=200 {options}")
             if not durable:
-                options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+                settings += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+            server = PgServer(bin_dir, root, port, as_user, settings)
             started = subprocess.run(
                 [*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(root / "server.log"),
-                 "-o", options, "-w", "-t", "60", "start"],
+                 "-o", settings, "-w", "-t", "60", "start"],
                 capture_output=True, text=True, timeout=90,
             )
             if started.returncode == 0:

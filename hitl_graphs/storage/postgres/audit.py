@@ -3,8 +3,10 @@
 The chain's rules are backend-neutral (`hitl_graphs.audit`). One global chain means one writer at a
 time: an append takes a transaction-level advisory lock before it reads the head, so two
 transactions never extend the same head (with an empty log there is no head row to lock with
-`FOR UPDATE`). The lock is released at commit or rollback. What that costs with many workers is
-issue 16's benchmark to measure.
+`FOR UPDATE`). The lock is released at commit or rollback, and the commit does not wait for the
+disk while holding it: the transaction commits with `synchronous_commit = off` and is flushed
+after (`commits`), so appends from many workers share flushes instead of taking one each. Since
+the lock is held until the commit is visible, `seq` order is commit order.
 """
 
 from __future__ import annotations
@@ -23,10 +25,19 @@ from hitl_graphs.audit import AuditHead, AuditReport, Event, Row
 #: The advisory lock an append holds until its transaction ends: b"hitl" high, 2 ("audit") low.
 AUDIT_LOCK_KEY: Final[int] = (0x6869746C << 32) | 2
 _COLUMNS = "seq, thread_id, review_id, event, actor, data, at, prev_hash, hash"
+_APPEND = (  # the entries and the head row in one statement: one round trip under the lock
+    f"WITH added AS (INSERT INTO hitl_events ({_COLUMNS}) SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[], "
+    "%s::text[], %s::text[], %s::text[], %s::float8[], %s::text[], %s::text[])) "
+    "INSERT INTO hitl_audit_head (id, seq, hash) VALUES (1, %s, %s) "
+    "ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash"
+)
 
 
 def append(c: psycopg.Connection[DictRow], thread_id: str, events: Iterable[Event], now: float, key: bytes | None) -> None:
-    """Append events after the current head; call inside the transaction of the change they record.
+    """Append events after the current head; call inside the transaction of the change they record,
+    as its last statement, so that the lock is held for as little as possible: two round trips
+    (the lock and the head in one pipeline; the entries and the head row in one statement), then
+    the commit, which releases it without waiting for the disk (`commits`).
 
     Raises:
         AuditKeyError: the log is keyed and `key` is missing or another one.
@@ -35,19 +46,15 @@ def append(c: psycopg.Connection[DictRow], thread_id: str, events: Iterable[Even
     events = list(events)
     if not events:
         return
-    c.execute("SELECT pg_advisory_xact_lock(%s)", (AUDIT_LOCK_KEY,))
-    head = c.execute("SELECT seq, hash FROM hitl_audit_head WHERE id = 1").fetchone()
+    with c.pipeline():  # the head is read after the lock is granted: a statement of its own, its own snapshot
+        c.execute("SELECT pg_advisory_xact_lock(%s)", (AUDIT_LOCK_KEY,))
+        got = c.execute("SELECT seq, hash FROM hitl_audit_head WHERE id = 1")
+    head = got.fetchone()
     rows = audit.chain((head["seq"], head["hash"]) if head else None, thread_id, events, now, key)
     if head is None and c.execute("SELECT 1 FROM hitl_events LIMIT 1").fetchone() is not None:
         count = c.execute("SELECT count(*) AS n FROM hitl_events").fetchone()
         raise audit.missing_head(int(count["n"]) if count else 0)
-    with c.cursor() as cur:
-        cur.executemany(f"INSERT INTO hitl_events ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)", rows)
-    c.execute(
-        "INSERT INTO hitl_audit_head (id, seq, hash) VALUES (1, %s, %s) "
-        "ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash",
-        (rows[-1][0], rows[-1][8]),
-    )
+    c.execute(_APPEND, [list(column) for column in zip(*rows)] + [rows[-1][0], rows[-1][8]])
 
 
 def _row(r: DictRow) -> Row:

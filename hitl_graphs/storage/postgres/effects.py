@@ -1,7 +1,9 @@
 """Effects' results, `record_event` entries and remembered approvals on PostgreSQL (`EffectStore`).
 
 Each write is its own short transaction, committed before the node goes on: an effect that
-happened is on the server before anything else can depend on it. `ON CONFLICT DO NOTHING` keeps
+happened is on the server, flushed to disk, before anything else can depend on it. A history entry
+(`record_once`) only keeps books: it commits without waiting for the disk and rides on the next
+flushed commit (`commits`). `ON CONFLICT DO NOTHING` keeps
 the first result when a replay races the first run.
 """
 
@@ -17,6 +19,7 @@ from psycopg_pool import ConnectionPool
 
 from hitl_graphs.audit import Event
 from hitl_graphs.storage.postgres.audit import append
+from hitl_graphs.storage.postgres.commits import transaction
 
 
 class PostgresEffects:
@@ -39,7 +42,7 @@ class PostgresEffects:
     def record_once(self, thread_id: str, key: str, event: str, data: dict[str, Any]) -> None:
         """Append `event` to the thread's history unless `key` was recorded before, in one transaction."""
         now = time.time()
-        with self.pool.connection() as c, c.transaction():
+        with transaction(self.pool, durable=False) as c:  # a history entry: rides on the next flushed commit
             added = c.execute("INSERT INTO hitl_effects (thread_id, key, result, at) VALUES (%s, %s, %s, %s) "
                               "ON CONFLICT DO NOTHING RETURNING key", (thread_id, key, json.dumps(data), now)).fetchone()
             if added is not None:

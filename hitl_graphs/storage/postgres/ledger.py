@@ -48,6 +48,7 @@ from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStat
 from hitl_graphs.storage.base import Liveness, NewThread, ReviewRow, Synced, ThreadRow
 from hitl_graphs.storage.syncing import ended, keeps_input, plan_sync, synced, with_payload
 from hitl_graphs.storage.postgres.audit import append
+from hitl_graphs.storage.postgres.commits import flush, transaction
 from hitl_graphs.storage.postgres.queue import CHANNEL, DB_NOW
 
 Conn = psycopg.Connection[DictRow]
@@ -74,8 +75,10 @@ class PostgresLedger:
         return float(self._read(f"SELECT {DB_NOW} AS now")[0]["now"])
 
     @contextmanager
-    def _tx(self) -> Iterator[Conn]:
-        with self.pool.connection() as c, c.transaction():
+    def _tx(self, *, durable: bool) -> Iterator[Conn]:
+        """A transaction whose locks go at commit; `durable` ones are flushed before the caller goes
+        on (`commits`: which commit promises what)."""
+        with transaction(self.pool, durable=durable) as c:
             yield c
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[DictRow]:
@@ -89,7 +92,7 @@ class PostgresLedger:
 
     def create_thread(self, thread_id: str, workflow: str, *, owner: str, lease_until: float, data: dict[str, Any],
                       actor: str | None = None, input: Any = None) -> None:
-        with self._tx() as c:
+        with self._tx(durable=False) as c:
             self._insert_thread(c, thread_id, NewThread(workflow, actor, data, input), owner, lease_until, time.time())
 
     def _insert_thread(self, c: Conn, thread_id: str, new: NewThread, owner: str | None, lease_until: float | None,
@@ -115,7 +118,7 @@ class PostgresLedger:
     def take_thread(self, thread_id: str, *, owner: str, lease_until: float,
                     expect: Sequence[ThreadStatus] | None = None) -> ThreadRow:
         now = time.time()
-        with self._tx() as c:
+        with self._tx(durable=False) as c:
             row = self._thread_for_update(c, thread_id, owner, now)
             if expect is not None and row.status not in expect:
                 ended = f" ({row.outcome})" if row.outcome else ""
@@ -127,8 +130,14 @@ class PostgresLedger:
             return row
 
     def _thread_for_update(self, c: Conn, thread_id: str, owner: str, now: float) -> ThreadRow:
-        got = c.execute(f"SELECT {_THREAD}, {DB_NOW} AS db_now FROM hitl_threads WHERE thread_id = %s FOR UPDATE",
-                        (thread_id,)).fetchone()
+        return self._check_thread(self._lock_thread(c, thread_id).fetchone(), thread_id, owner)
+
+    @staticmethod
+    def _lock_thread(c: Conn, thread_id: str) -> psycopg.Cursor[DictRow]:
+        return c.execute(f"SELECT {_THREAD}, {DB_NOW} AS db_now FROM hitl_threads WHERE thread_id = %s FOR UPDATE",
+                         (thread_id,))
+
+    def _check_thread(self, got: DictRow | None, thread_id: str, owner: str) -> ThreadRow:
         if got is None:
             raise UnknownThreadError(f"thread {thread_id!r} does not exist")
         db_now = got.pop("db_now")
@@ -144,19 +153,27 @@ class PostgresLedger:
         """Record a decision if the review is still pending: one conditional UPDATE, one winner."""
         now = time.time()
         rule = "deadline IS NOT NULL AND deadline <= %s" if by_deadline else "(deadline IS NULL OR deadline > %s)"
-        with self._tx() as c:
-            won = c.execute(
-                "UPDATE hitl_reviews SET status = 'decided', decision = %s, decided_at = %s "
-                f"WHERE thread_id = %s AND review_id = %s AND status = 'pending' AND {rule} RETURNING review_id",
-                (json.dumps(decision), now, thread_id, review_id, now),
-            ).fetchone()
-            if won is None:
-                self._refuse(c, thread_id, review_id, by_deadline)
-            self._thread_for_update(c, thread_id, owner, now)  # a live run holds it: the claim rolls back
-            c.execute(f"UPDATE hitl_threads SET status = 'running', owner = %s, lease_until = {DB_NOW} + %s, "
-                      "updated_at = %s WHERE thread_id = %s", (owner, _length(lease_until, now), now, thread_id))
-            data = {**decision, **(record or {}), "by": "deadline" if by_deadline else "person"}
-            self._append(c, thread_id, [Event("decided", review_id, decision.get("actor"), data)], now)
+        try:
+            with self._tx(durable=True) as c:
+                with c.pipeline():  # the review, then the thread (the lock order), in one round trip
+                    won = c.execute(
+                        "UPDATE hitl_reviews SET status = 'decided', decision = %s, decided_at = %s "
+                        f"WHERE thread_id = %s AND review_id = %s AND status = 'pending' AND {rule} RETURNING review_id",
+                        (json.dumps(decision), now, thread_id, review_id, now),
+                    )
+                    thread = self._lock_thread(c, thread_id)
+                if won.fetchone() is None:
+                    self._refuse(c, thread_id, review_id, by_deadline)
+                self._check_thread(thread.fetchone(), thread_id, owner)  # a live run holds it: the claim rolls back
+                data = {**decision, **(record or {}), "by": "deadline" if by_deadline else "person"}
+                with c.pipeline():  # the thread's row and the audit chain's lock: one round trip
+                    c.execute(f"UPDATE hitl_threads SET status = 'running', owner = %s, lease_until = {DB_NOW} + %s, "
+                              "updated_at = %s WHERE thread_id = %s", (owner, _length(lease_until, now), now, thread_id))
+                    self._append(c, thread_id, [Event("decided", review_id, decision.get("actor"), data)], now)
+        except AlreadyDecidedError:
+            with self.pool.connection() as c:
+                flush(c)  # the decision it names may be a moment from the disk: on it before anyone hears of it
+            raise
 
     @staticmethod
     def _refuse(c: Conn, thread_id: str, review_id: str, by_deadline: bool) -> None:
@@ -216,7 +233,7 @@ class PostgresLedger:
         """Make the ledger agree with the thread's latest checkpoint, in one transaction (the rules
         are `hitl_graphs.storage.syncing`'s, shared with SQLite)."""
         now = time.time()
-        with self._tx() as c:
+        with self._tx(durable=True) as c:
             if new is not None:
                 self._insert_thread(c, thread_id, new, None, None, now,  # its start first in the history
                                     keep_input=keeps_input(status))
@@ -224,30 +241,33 @@ class PostgresLedger:
                 "SELECT review_id, status, request FROM hitl_reviews WHERE thread_id = %s "
                 "ORDER BY created_at, review_id FOR UPDATE", (thread_id,))}
             plan = plan_sync(known, pending, status=status, outcome=outcome, events=events)
-            for rid in plan.applied:
-                c.execute("UPDATE hitl_reviews SET status = 'applied', applied_at = %s WHERE thread_id = %s AND "
-                          "review_id = %s", (now, thread_id, rid))
-            for rid, new_status in plan.closed:
-                c.execute("UPDATE hitl_reviews SET status = %s WHERE thread_id = %s AND review_id = %s",
-                          (new_status, thread_id, rid))
-            for r, ck in plan.added:
-                c.execute(
-                    "INSERT INTO hitl_reviews (thread_id, review_id, workflow, status, checkpoint_id, request, created_at, "
-                    "deadline, required_role) VALUES (%s, %s, %s, 'pending', %s, %s, %s, %s, %s)",
-                    (thread_id, r.review_id, r.workflow, ck, r.model_dump_json(), r.created_at.timestamp(),
-                     r.deadline.timestamp() if r.deadline else None, r.required_role),
-                )
-            got = c.execute(f"SELECT {_THREAD} FROM hitl_threads WHERE thread_id = %s FOR UPDATE", (thread_id,)).fetchone()
+            with c.pipeline():  # the reviews' changes and the thread's lock: one round trip
+                for rid in plan.applied:
+                    c.execute("UPDATE hitl_reviews SET status = 'applied', applied_at = %s WHERE thread_id = %s AND "
+                              "review_id = %s", (now, thread_id, rid))
+                for rid, new_status in plan.closed:
+                    c.execute("UPDATE hitl_reviews SET status = %s WHERE thread_id = %s AND review_id = %s",
+                              (new_status, thread_id, rid))
+                for r, ck in plan.added:
+                    c.execute(
+                        "INSERT INTO hitl_reviews (thread_id, review_id, workflow, status, checkpoint_id, request, "
+                        "created_at, deadline, required_role) VALUES (%s, %s, %s, 'pending', %s, %s, %s, %s, %s)",
+                        (thread_id, r.review_id, r.workflow, ck, r.model_dump_json(), r.created_at.timestamp(),
+                         r.deadline.timestamp() if r.deadline else None, r.required_role),
+                    )
+                locked = c.execute(f"SELECT {_THREAD} FROM hitl_threads WHERE thread_id = %s FOR UPDATE", (thread_id,))
+            got = locked.fetchone()
             if got is None:
                 raise UnknownThreadError(f"thread {thread_id!r} does not exist")
             prev = ThreadRow(**got)
-            c.execute("UPDATE hitl_threads SET status = %s, outcome = %s, error = %s, owner = NULL, lease_until = NULL, "
-                      "updated_at = %s WHERE thread_id = %s", (status, outcome, error, now, thread_id))
-            if not keeps_input(status):  # its latest checkpoint holds the input now
-                c.execute("DELETE FROM hitl_inputs WHERE thread_id = %s", (thread_id,))
-            self._append(c, thread_id, [*plan.events, *ended(prev.status, prev.outcome, status, outcome, error)], now)
-            if (plan.decided and status == "paused") or any(r.deadline is not None for r, _ in plan.added):
-                c.execute("SELECT pg_notify(%s, %s)", (CHANNEL, thread_id))  # sent when this commits
+            with c.pipeline():  # the thread's row, the notice and the audit chain's lock: one round trip
+                c.execute("UPDATE hitl_threads SET status = %s, outcome = %s, error = %s, owner = NULL, "
+                          "lease_until = NULL, updated_at = %s WHERE thread_id = %s", (status, outcome, error, now, thread_id))
+                if not keeps_input(status):  # its latest checkpoint holds the input now
+                    c.execute("DELETE FROM hitl_inputs WHERE thread_id = %s", (thread_id,))
+                if (plan.decided and status == "paused") or any(r.deadline is not None for r, _ in plan.added):
+                    c.execute("SELECT pg_notify(%s, %s)", (CHANNEL, thread_id))  # sent when this commits
+                self._append(c, thread_id, [*plan.events, *ended(prev.status, prev.outcome, status, outcome, error)], now)
         return synced(plan, replace(prev, status=status, outcome=outcome, error=error, owner=None, lease_until=None,
                                     updated_at=now))
 
@@ -260,7 +280,7 @@ class PostgresLedger:
 
     def fail_thread(self, thread_id: str, error: str, events: Sequence[Event] = ()) -> None:
         now = time.time()
-        with self._tx() as c:
+        with self._tx(durable=True) as c:
             c.execute("UPDATE hitl_threads SET status = 'failed', error = %s, owner = NULL, lease_until = NULL, "
                       "updated_at = %s WHERE thread_id = %s", (error, now, thread_id))
             self._append(c, thread_id, [*events, Event("failed", data={"error": error})], now)
@@ -268,7 +288,7 @@ class PostgresLedger:
     def release(self, thread_id: str, review_id: str, reason: str) -> None:
         now = time.time()
         error = f"the graph raised {reason} on the decision's resume value; `hitl recover` asks again"
-        with self._tx() as c:
+        with self._tx(durable=True) as c:
             c.execute("UPDATE hitl_reviews SET status = 'superseded' WHERE thread_id = %s AND review_id = %s "
                       "AND status = 'decided'", (thread_id, review_id))
             c.execute("UPDATE hitl_threads SET status = 'failed', outcome = NULL, error = %s, owner = NULL, "
@@ -288,7 +308,7 @@ class PostgresLedger:
         return int(rows[0]["n"])
 
     def add_events(self, thread_id: str, events: Sequence[Event]) -> None:
-        with self._tx() as c:
+        with self._tx(durable=False) as c:
             self._append(c, thread_id, events, time.time())
 
     def started_input(self, thread_id: str) -> Any:
@@ -305,8 +325,14 @@ class PostgresLedger:
 
     def events_after(self, seq: int, *, limit: int = 100) -> list[HistoryEntry]:
         # appends hold the chain's lock until they commit, so seq order is commit order: a
-        # follower reading past its cursor never skips an entry committed later with a lower seq
-        return self._entries(f"{_ENTRIES} WHERE e.seq > %s ORDER BY e.seq LIMIT %s", (seq, limit))
+        # follower reading past its cursor never skips an entry committed later with a lower seq.
+        # What it reads may be a moment from the disk (`commits`): flushed before it is handed on
+        # (a webhook, the event stream), so a server crash cannot take back an entry announced.
+        entries = self._entries(f"{_ENTRIES} WHERE e.seq > %s ORDER BY e.seq LIMIT %s", (seq, limit))
+        if entries:
+            with self.pool.connection() as c:
+                flush(c)
+        return entries
 
     def _entries(self, sql: str, args: Sequence[Any]) -> list[HistoryEntry]:
         return [HistoryEntry(seq=r["seq"], thread_id=r["thread_id"], review_id=r["review_id"], event=r["event"],

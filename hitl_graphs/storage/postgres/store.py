@@ -6,22 +6,23 @@ open at once) unless it already is, and refuses a database written by a newer hi
 
 Every part (the saver, the ledger, effects, audit, feedback) takes connections from one
 `psycopg_pool.ConnectionPool`, set up as `PostgresSaver` needs (`connection.CONNECTION_KWARGS`);
-each of our methods is one transaction on one pooled connection.
+each of our methods is one transaction on one pooled connection. (A run's checkpoint that rides on
+the ledger's next flushed commit goes through a second, small pool of the same pool object:
+`commits.Pool`.)
 """
 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
 
-import psycopg
-from psycopg.rows import DictRow
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import PoolTimeout
 
 from hitl_graphs.audit import key_from_env
 from hitl_graphs.errors import StorageError
 from hitl_graphs.serde import GuardedSerializer
 from hitl_graphs.storage.postgres import schema
 from hitl_graphs.storage.postgres.audit import PostgresAudit
+from hitl_graphs.storage.postgres.commits import Pool, flush
 from hitl_graphs.storage.postgres.connection import CONNECTION_KWARGS, connect, redact
 from hitl_graphs.storage.postgres.effects import PostgresEffects
 from hitl_graphs.storage.postgres.feedback import PostgresFeedback
@@ -62,7 +63,7 @@ class PostgresStore(AbstractContextManager["PostgresStore"]):
             migrate(url)
         key = audit_key.encode() if isinstance(audit_key, str) else audit_key
         self.audit_key = key if key is not None else key_from_env()
-        self.pool: ConnectionPool[psycopg.Connection[DictRow]] = ConnectionPool(
+        self.pool: Pool = Pool(
             url, kwargs=CONNECTION_KWARGS, min_size=1, max_size=max_connections, open=False,
             name=f"hitl {self.location}",
         )
@@ -87,6 +88,15 @@ class PostgresStore(AbstractContextManager["PostgresStore"]):
             row = c.execute("SELECT max(checkpoint_id) AS id FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = ''",
                             (thread_id,)).fetchone()
         return row["id"] if row else None
+
+    def flush(self) -> None:
+        """Make every commit made so far durable (on disk), by this process or any other.
+
+        The store flushes what it promises by itself (see `commits`); this is for a caller that
+        wants a history entry (`ledger.add_events`), which only keeps books, on disk now.
+        """
+        with self.pool.connection() as c:
+            flush(c)
 
     def close(self) -> None:
         """Close the pool's connections (and a worker's listening one). Safe to call twice."""

@@ -1,0 +1,135 @@
+"""What each commit on PostgreSQL promises, and how it keeps the promise without making the audit
+chain's lock wait on the disk.
+
+A commit with `synchronous_commit = on` (the server's default) waits until its WAL is flushed to
+disk, and a transaction keeps its locks until then: the audit chain's advisory lock
+(`audit.append`) was held through one disk flush per append, so appends were flushed one at a
+time, whatever the number of workers. Here every transaction of ours commits with `SET LOCAL
+synchronous_commit = off` (its locks released as soon as the commit is in the WAL buffers), and a
+commit that carries a promise is then flushed (`flush`) before the caller goes on. PostgreSQL
+writes WAL in order, so that flush makes every earlier commit durable too, and concurrent flushes
+share one `fdatasync` (group commit).
+
+| commit | before the caller goes on |
+|---|---|
+| a decision (`claim`), a pause or an end (`sync`), a failure (`fail_thread`), a release | flushed (`durable=True`) |
+| an effect's result (`effects.put`), a remembered approval | flushed (a plain synchronous commit: no chain lock) |
+| a thread's start (`create_thread`), taking a thread (`take_thread`), a history entry (`add_events`, `record_once`) | not flushed: kept books, made durable by the next flushed commit (a run's pause or end; a refusal's entry, whatever comes next) |
+| a run's checkpoint under `durability="exit"` (`saver`) | not flushed: the ledger's record of where the run stopped, flushed, comes next |
+
+A process crash loses nothing at all (the server has every commit); a server crash (power loss,
+`pg_ctl stop -m immediate`) loses only commits nobody was told about: the unflushed ones come
+after the last flushed one in the WAL, and every call that answers made a flushed commit first.
+
+What changes: another session may read a commit in the moment before it is flushed (a racer
+told "already decided", a history reader past the cursor). Readers that tell someone outside
+the database what they read (`events_after`: webhooks, the event stream; a refused claim) flush
+first (`flush`): what they hand out was visible, so its commit record is already in the WAL, and
+flushing up to the WAL's current end makes it durable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from contextvars import ContextVar
+from typing import Any, Final, cast
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import DictRow
+from psycopg_pool import ConnectionPool
+
+Conn = psycopg.Connection[DictRow]
+
+#: Make every commit so far durable, at the server's own `synchronous_commit` level: a transaction
+#: that writes WAL and takes a transaction id (a transactional logical message, prefix
+#: `hitl_flush`, empty; nothing reads it unless a logical decoding slot does) commits
+#: synchronously, which flushes the WAL up to its commit record, past every commit before it.
+#: (Taking an id alone is not enough: a transaction that wrote no WAL before its commit record
+#: commits without a flush.) When the WAL is already flushed to its end (another session's flush
+#: covered ours), it writes nothing and waits for nothing.
+FLUSH_SQL: Final[str] = (
+    "SELECT CASE WHEN pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn() "
+    "THEN pg_logical_emit_message(true, 'hitl_flush', '') END"
+)
+
+
+def flush(c: Conn) -> None:
+    """Make every commit made before this call (by any session) durable; call outside a transaction."""
+    c.execute(FLUSH_SQL)
+
+
+@contextmanager
+def transaction(pool: ConnectionPool[Conn], *, durable: bool) -> Iterator[Conn]:
+    """One transaction on a pooled connection that releases its locks at commit without waiting
+    for the disk; with `durable`, flushed before this returns (after its locks are released).
+
+    BEGIN and the setting go in one round trip, as do COMMIT and the flush.
+    """
+    with pool.connection() as c:
+        _simple(c, "BEGIN; SET LOCAL synchronous_commit = off")
+        try:
+            yield c
+        except BaseException:
+            with suppress(psycopg.Error):  # a broken connection: the pool discards it
+                c.execute("ROLLBACK")
+            raise
+        _simple(c, f"COMMIT; {FLUSH_SQL}" if durable else "COMMIT")
+
+
+def _simple(c: Conn, sql: str) -> None:
+    """Several statements in one round trip (the simple query protocol: a client-side cursor)."""
+    with psycopg.ClientCursor(c) as cur:
+        cur.execute(sql)
+
+
+_PINNED: ContextVar[Conn | None] = ContextVar("hitl_pg_pinned", default=None)
+
+
+class Pool(ConnectionPool[Conn]):
+    """The store's pool; `relaxed()` lets code that takes its own connections from it (LangGraph's
+    `PostgresSaver`) commit without waiting for the disk.
+
+    Those commits go through a second, small pool whose sessions start with `synchronous_commit =
+    off` (a connection option: no statement spent on setting or undoing it), so a connection of
+    the main pool never carries the setting.
+    """
+
+    def __init__(self, conninfo: str, *, kwargs: dict[str, Any], max_size: int, name: str, **rest: Any) -> None:
+        given = conninfo_to_dict(conninfo).get("options")  # the URL's own options are kept
+        options = f"{given} -c synchronous_commit=off" if given else "-c synchronous_commit=off"
+        self._relaxed = ConnectionPool(conninfo, kwargs={**kwargs, "options": options}, min_size=0,
+                                       max_size=max_size, open=False, name=f"{name} (relaxed)", num_workers=1)
+        super().__init__(conninfo, kwargs=kwargs, max_size=max_size, name=name, **rest)
+
+    def open(self, wait: bool = False, timeout: float = 30.0) -> None:
+        super().open(wait, timeout)
+        self._relaxed.open()
+
+    def close(self, timeout: float = 5.0) -> None:
+        self._relaxed.close(timeout)
+        super().close(timeout)
+
+    @contextmanager
+    def connection(self, timeout: float | None = None) -> Iterator[Conn]:
+        pinned = _PINNED.get()
+        if pinned is not None:  # inside `relaxed()` in this context: its connection
+            yield pinned
+            return
+        with super().connection(timeout) as c:
+            yield c
+
+    @contextmanager
+    def relaxed(self) -> Iterator[None]:
+        """Within this block (this thread or task), the connection taken from the pool is one whose
+        commits do not wait for the disk flush.
+
+        Only for commits a flushed one follows before the caller hears back (see the table above).
+        """
+        with self._relaxed.connection() as c:
+            token = _PINNED.set(cast(Conn, c))  # the same connections as the pool's own (its kwargs set the row factory)
+            try:
+                yield
+            finally:
+                _PINNED.reset(token)
