@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from hitl_graphs.decisions import (
@@ -90,8 +91,11 @@ class RecoverFlows:
             if {r.review_id for r in decided} <= waiting_for_batch([r.request for r in pending]):
                 return None  # decisions of a batch whose other actions still wait for a person: nothing to run
         with self.store.marks.hold() as owner:
-            if not (yield from self._take(thread_id, owner)):
-                return None  # another process is recovering it right now
+            try:  # still as read above: a thread another process finished meanwhile is not taken again
+                yield from call(self.ledger.take_thread, thread_id, owner=owner, lease_until=time.time() + self.lease,
+                                expect=(row.status,))
+            except (ThreadBusyError, NoPendingReviewError):
+                return None  # another process is recovering it right now, or has since moved it on
             return (yield from self._recover_taken(thread_id, row.workflow))
 
     def _recover_taken(self: Runner, thread_id: str, workflow: str) -> Flow[ThreadView]:
