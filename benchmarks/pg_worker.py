@@ -80,7 +80,9 @@ def insert(spec: dict[str, Any], rng: random.Random) -> Callable[[float], dict[s
     import psycopg
 
     conn = psycopg.connect(spec["url"], autocommit=True)
-    conn.execute("CREATE TABLE IF NOT EXISTS bench_rows (id TEXT PRIMARY KEY, at DOUBLE PRECISION NOT NULL)")
+    with conn.transaction():  # the workers start at once: IF NOT EXISTS alone races in PostgreSQL's catalog
+        conn.execute("SELECT pg_advisory_xact_lock(7215)")
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_rows (id TEXT PRIMARY KEY, at DOUBLE PRECISION NOT NULL)")
 
     def one() -> None:
         conn.execute("INSERT INTO bench_rows VALUES (%s, %s)", (uuid.uuid4().hex, time.time()))

@@ -128,3 +128,20 @@ def test_a_run_that_could_not_record_its_end_is_recovered_at_once_by_another_pro
     finally:
         proc.kill()
         proc.communicate()
+
+
+def test_a_thread_another_worker_finished_after_recover_listed_it_is_left_alone(db: str, effects_file: Path) -> None:
+    """`recover` lists threads holding a decision, then visits them one by one; a worker that
+    applies one of them in between must not have it taken, re-settled and reported a second time."""
+    from hitl_graphs.runtime.driver import drive
+
+    with Runner.open(db, workflows=WORKFLOWS) as runner:
+        thread_id = runner.start("pay", {"to": "acme", "amount": 5}).thread_id
+        runner.decide(thread_id, Approve(actor="ana"))
+        listed = runner.ledger.threads_with_decided_reviews()
+        assert thread_id in listed  # what a second worker's recover pass saw
+        assert runner.work(once=True) == 1  # meanwhile another worker applied it
+        history = runner.history(thread_id)
+        assert drive(runner._recover_one(thread_id)) is None  # the pass reaches it: nothing to do
+        assert runner.show(thread_id).status == "done" and runner.history(thread_id) == history
+        assert effects() == ["prepare", "pay:acme:5"]  # each step once

@@ -79,8 +79,8 @@ class RecoverFlows:
         stalled run, run a step that raised again (at most `max_attempts` times unless `forced`),
         or run a start killed before its first checkpoint again from its input."""
         row: ThreadRow | None = yield from call(self.ledger.thread, thread_id)
-        if row is None or not self._knows(row.workflow) or self.ledger.alive(row):
-            return None
+        if row is None or row.status == "done" or not self._knows(row.workflow) or self.ledger.alive(row):
+            return None  # (done: another process finished it after the caller listed it)
         if row.status == "failed" and not forced:
             attempts: int = yield from call(self.ledger.recover_attempts, thread_id)
             if attempts >= self.max_attempts:
