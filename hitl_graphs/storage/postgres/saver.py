@@ -13,19 +13,19 @@ checkpoints commit as `PostgresSaver` commits them.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.postgres import PostgresSaver
 
 from hitl_graphs.storage.base import DEFER_KEY
 from hitl_graphs.storage.postgres.commits import Pool
+from hitl_graphs.storage.threaded import ThreadedAsync
 
 
-class HitlPostgresSaver(PostgresSaver):
+class HitlPostgresSaver(ThreadedAsync, PostgresSaver):
     """`PostgresSaver` with the async methods (the sync ones on a worker thread)."""
 
     commits_with_ledger = False
@@ -50,32 +50,3 @@ class HitlPostgresSaver(PostgresSaver):
 
     def _rides_on_ledger(self, config: RunnableConfig) -> bool:
         return isinstance(self.conn, Pool) and bool(config.get("configurable", {}).get(DEFER_KEY))
-
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await asyncio.to_thread(self.get_tuple, config)
-
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        items = await asyncio.to_thread(lambda: list(self.list(config, filter=filter, before=before, limit=limit)))
-        for item in items:
-            yield item
-
-    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-                   new_versions: ChannelVersions) -> RunnableConfig:
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
-                          task_path: str = "") -> None:
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        await asyncio.to_thread(self.delete_thread, thread_id)
-
-    async def aget_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]) -> Mapping[str, Any]:
-        return await asyncio.to_thread(lambda: self.get_delta_channel_history(config=config, channels=channels))

@@ -26,11 +26,10 @@ nothing, and the next flushed commit, made before the caller hears back, flushes
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -49,13 +48,14 @@ from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_write
 from hitl_graphs._langgraph_compat import writes_have_task_path
 from hitl_graphs.storage.base import DEFER_KEY
 from hitl_graphs.storage.sqlite.connection import HitlConnection
+from hitl_graphs.storage.threaded import ThreadedAsync
 
 
 _CHECKPOINT_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata"
 _WRITE_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value"
 
 
-class HitlSqliteSaver(SqliteSaver):
+class HitlSqliteSaver(ThreadedAsync, SqliteSaver):
     """`SqliteSaver` that also serves LangGraph's async API (on a worker thread) and can keep a
     run's checkpoints for the next commit.
 
@@ -259,47 +259,7 @@ class HitlSqliteSaver(SqliteSaver):
         self.commit_deferred()
         return super().get_delta_channel_history(config=config, channels=channels)
 
-    # -- async: the sync methods on a worker thread (rows kept for the next commit: inline) ----
+    # -- async: `ThreadedAsync` runs the sync methods on a worker thread (rows kept for the next commit: inline)
 
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await asyncio.to_thread(self.get_tuple, config)
-
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        items = await asyncio.to_thread(lambda: list(self.list(config, filter=filter, before=before, limit=limit)))
-        for item in items:
-            yield item
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        if self._defers(config):  # kept in memory for the next commit: no I/O, no hop to a thread
-            return self.put(config, checkpoint, metadata, new_versions)
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        if self._defers(config):
-            return self.put_writes(config, writes, task_id, task_path)
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        await asyncio.to_thread(self.delete_thread, thread_id)
-
-    async def aget_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]) -> Mapping[str, Any]:
-        return await asyncio.to_thread(lambda: self.get_delta_channel_history(config=config, channels=channels))
+    def _inline(self, config: RunnableConfig) -> bool:
+        return self._defers(config)
