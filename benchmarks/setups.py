@@ -216,6 +216,14 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                 scaling is not None and scaling >= 1.6)
             add("4. two worker processes vs one: p99 cycle latency (ours)", "<= 2x", growth,
                 growth is not None and growth <= 2.0)
+    if ap := results.get("api"):
+        big = ap["threads"] >= 100_000
+        page = ap["reviews_first_page_ms"]["p50_http_ms"]
+        add(f"6. GET /api/reviews first page over loopback at {ap['threads']:,} paused threads (p50)", "< 10 ms", page,
+            page < 10 if big else None)
+        extra = ap["decision_ms"]["api_minus_in_process_median_ms"]
+        add("6. a decision over HTTP minus the same Runner.resume in process (median)", "<= 3 ms", extra,
+            extra <= 3 if big else None)
     if pg := results.get("postgres"):
         _postgres_targets(pg, add)
     return out

@@ -124,5 +124,18 @@ class Tokens:
     def authenticate_digest(self, token_digest: str) -> Principal | None:
         """The principal of the token with this `digest`; None if it is unknown or revoked. (A web
         session keeps the digest, not the token, and checks it on every request.)"""
-        row = self._store.find(token_digest)
-        return Principal(actor=row.actor, roles=row.roles, token_id=row.id) if row is not None else None
+        return _principal(self._store.find(token_digest))
+
+    async def aauthenticate(self, token: str) -> Principal | None:
+        """`authenticate` for an event loop (the server checks a token on every request)."""
+        if not token.startswith(PREFIX) or len(token) > 200:
+            return None
+        return await self.aauthenticate_digest(digest(token))
+
+    async def aauthenticate_digest(self, token_digest: str) -> Principal | None:
+        """`authenticate_digest` for an event loop."""
+        return _principal(await self._store.afind(token_digest))
+
+
+def _principal(row: TokenRow | None) -> Principal | None:
+    return Principal(actor=row.actor, roles=row.roles, token_id=row.id) if row is not None else None

@@ -7,6 +7,8 @@ handles on one database (`store`, `other`) stand for two processes.
 
 from __future__ import annotations
 
+import asyncio
+
 import io
 import json
 import threading
@@ -521,6 +523,17 @@ def test_a_token_is_found_by_its_hash_until_revoked(store: Store, other: Store) 
     assert revoked is not None and revoked.revoked_at is not None
     assert store.tokens.find("h" * 64) is None
     assert store.tokens.revoke("nope") is None
+
+
+def test_the_servers_token_check_sees_what_the_store_sees_at_once(store: Store, other: Store) -> None:
+    """`afind` (what `hitl serve` calls on its event loop, on SQLite from a reader connection of
+    its own) sees a token as soon as it is added, and not once it is revoked, from any handle."""
+    assert asyncio.run(store.tokens.afind("h" * 64)) is None  # the reader opened before the token exists
+    other.tokens.add("t1", "h" * 64, "ana", ["finance"])
+    found = asyncio.run(store.tokens.afind("h" * 64))
+    assert found is not None and (found.id, found.actor, found.roles) == ("t1", "ana", ("finance",))
+    other.tokens.revoke("t1")
+    assert asyncio.run(store.tokens.afind("h" * 64)) is None
 
 
 def test_the_feed_reads_every_thread_in_commit_order_from_a_cursor(store: Store, other: Store) -> None:

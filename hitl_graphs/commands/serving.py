@@ -80,6 +80,7 @@ def serve(
     except ImportError as exc:
         fail(f"hitl serve needs the web extra ({exc.name} is missing): pip install 'hitl-graphs[web]'")
     path = opts.db or default_location()
-    # ws="none": nothing here speaks WebSocket, and uvicorn would otherwise import a websockets library
+    # ws="none": nothing here speaks WebSocket, and uvicorn would otherwise import a websockets library;
+    # loop and http stay "auto": uvloop and httptools (the web extra) when installed
     uvicorn.run(create_app(db=path, cors_origins=cors_origin or None), host=host, port=port, log_level="warning",
                 ws="none")

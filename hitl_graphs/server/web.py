@@ -27,7 +27,7 @@ from hitl_graphs.errors import AuditError, HitlError, PatchError, UnknownThreadE
 from hitl_graphs.identity import Principal, digest
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest, ThreadView
 from hitl_graphs.runtime.runner import Runner
-from hitl_graphs.server.auth import runner_of
+from hitl_graphs.server.auth import current_runner, runner_of
 from hitl_graphs.server.bodies import DECISION_BODY
 from hitl_graphs.server.feed import start_cursor, stream
 from hitl_graphs.server.forms import GENERAL, Field, build_fields, field_for, read_patch
@@ -72,13 +72,13 @@ def sessions_of(request: Request) -> Sessions:
     return sessions
 
 
-def viewer(request: Request) -> Viewer:
+async def viewer(request: Request) -> Viewer:
     """The logged-in person: the session from the cookie, its token checked again now."""
     sessions = sessions_of(request)
     session = sessions.get(request.cookies.get(SESSION_COOKIE))
     if session is None:
         raise LoginRequired("log in with your token")
-    principal = runner_of(request).tokens.authenticate_digest(session.token_digest)
+    principal = await runner_of(request).tokens.aauthenticate_digest(session.token_digest)
     if principal is None:
         sessions.close(session.id)
         raise LoginRequired("your token was revoked; log in with a new one")
@@ -86,7 +86,7 @@ def viewer(request: Request) -> Viewer:
 
 
 Me = Annotated[Viewer, Depends(viewer)]
-Run = Annotated[Runner, Depends(runner_of)]
+Run = Annotated[Runner, Depends(current_runner)]
 
 
 async def csrf_form(request: Request, me: Viewer) -> FormData:
@@ -136,7 +136,7 @@ async def login(request: Request, runner: Run) -> Response:
         return page(request, "login.html", {"nonce": cookie, "why": None, "error":
                     "this login form is out of date or did not come from this site; reload the page and paste the token again"},
                     status=403)
-    if runner.tokens.authenticate(token) is None:
+    if await runner.tokens.aauthenticate(token) is None:
         return page(request, "login.html", {"nonce": cookie, "why": None, "error":
                     "this token is not valid (unknown or revoked); create one with `hitl token create --actor NAME`"},
                     status=401)

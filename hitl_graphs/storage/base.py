@@ -301,6 +301,11 @@ class TokenStore(Protocol):
         """The live (not revoked) token with this hash."""
         ...
 
+    async def afind(self, digest: str) -> TokenRow | None:
+        """`find` for an event loop (the server checks a token on every request): it must not
+        hold up the loop longer than a local read would."""
+        ...
+
 
 class WebhookStore(Protocol):
     """Webhooks, each with a cursor into the history and a log of delivery attempts.

@@ -25,12 +25,12 @@ from hitl_graphs.errors import PermissionDeniedError, UnknownThreadError
 from hitl_graphs.identity import Principal
 from hitl_graphs.reviews import ReviewRequest, ThreadView
 from hitl_graphs.runtime.runner import Runner
-from hitl_graphs.server.auth import authenticate, runner_of
+from hitl_graphs.server.auth import authenticate, current_runner, runner_of
 from hitl_graphs.server.langgraph import resume, shapes
 from hitl_graphs.server.langgraph.shapes import AssistantSearch, RunCreate, StateUpdate, ThreadCreate, ThreadSearch
 
 Caller = Annotated[Principal, Depends(authenticate)]
-Run = Annotated[Runner, Depends(runner_of)]
+Run = Annotated[Runner, Depends(current_runner)]
 
 router = APIRouter()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Sequence
@@ -42,6 +43,9 @@ class PostgresTokens:
         with self.pool.connection() as c:
             got = c.execute(f"SELECT {_COLUMNS} FROM hitl_tokens WHERE hash = %s AND revoked_at IS NULL", (digest,)).fetchone()
         return _row(got) if got else None
+
+    async def afind(self, digest: str) -> TokenRow | None:
+        return await asyncio.to_thread(self.find, digest)  # a round trip to the server: off the loop
 
 
 def _row(r: DictRow) -> TokenRow:

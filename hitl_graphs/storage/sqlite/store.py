@@ -95,7 +95,7 @@ class SqliteStore(AbstractContextManager["SqliteStore"]):
             self.effects = SqliteEffects(self.conn, self.lock)
             self.audit = SqliteAudit(self.conn, self.lock)
             self.feedback = SqliteFeedback(self.conn, self.lock)
-            self.tokens = SqliteTokens(self.conn, self.lock)
+            self.tokens = SqliteTokens(self.conn, self.lock, self.path)
             self.webhooks = SqliteWebhooks(self.conn, self.lock, self.marks)
             self.queue = SqliteQueue(self.conn, self.lock, self.marks)
         except sqlite3.DatabaseError as exc:
@@ -117,6 +117,7 @@ class SqliteStore(AbstractContextManager["SqliteStore"]):
             self.saver.commit_deferred()
         except sqlite3.ProgrammingError:  # already closed
             pass
+        self.tokens.close()
         with self.lock:
             self.conn.close()
 
