@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {
         "mode": "quick" if args.quick else "full",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
-                    "platform": platform.platform(), "workdir": str(workdir.resolve())},
+                    "platform": platform.platform(), "workdir": str(workdir)},  # as given: no machine path in the results
         "ours_graph": ours_graph_source(),
         "setups": {s.name: s.about for s in [*plain_all, *ours_all]},
     }
