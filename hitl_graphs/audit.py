@@ -132,7 +132,7 @@ def chain(head: tuple[int, str] | None, thread_id: str, events: Iterable[Event],
     rows: list[Row] = []
     for e in events:
         seq += 1
-        data = json.dumps(e.data or {}, sort_keys=True, default=str)
+        data = json.dumps(e.data or {}, sort_keys=True, separators=(",", ":"), default=str)
         digest = entry_hash(prev, seq, thread_id, e.review_id, e.event, e.actor, data, now, key)
         rows.append((seq, thread_id, e.review_id, e.event, e.actor, data, now, prev, digest))
         prev = digest

@@ -110,7 +110,7 @@ def _rebuild_chain_without_key(db: str, drop_last: int) -> None:
     for seq, thread_id, review_id, event, actor, data, at in rows:
         body = json.dumps([prev, seq, thread_id, review_id, event, actor, data, repr(at)], separators=(",", ":"))
         digest = hashlib.sha256(body.encode()).hexdigest()
-        conn.execute("UPDATE hitl_events SET prev_hash = ?, hash = ? WHERE seq = ?", (prev, digest, seq))
+        conn.execute("UPDATE hitl_events SET hash = ? WHERE seq = ?", (digest, seq))  # each links to the entry before
         prev = digest
     conn.execute("UPDATE hitl_audit_head SET seq = ?, hash = ?", (rows[-1][0], prev))
     conn.commit()
@@ -160,9 +160,10 @@ def test_a_key_set_later_keys_every_entry_from_then_on(db: str, effects_file: Pa
     before = fingerprint(db, thread_id)
     # an entry after the first keyed one, re-hashed without the key: a downgrade
     conn = sqlite3.connect(db)
-    seq, prev, tid, rid, event, actor, data, at = conn.execute(
-        "SELECT seq, prev_hash, thread_id, review_id, event, actor, data, at FROM hitl_events ORDER BY seq DESC LIMIT 1"
+    seq, tid, rid, event, actor, data, at = conn.execute(
+        "SELECT seq, thread_id, review_id, event, actor, data, at FROM hitl_events ORDER BY seq DESC LIMIT 1"
     ).fetchone()
+    prev = _stored_hash(conn, seq - 1)
     body = json.dumps([prev, seq, tid, rid, event, actor, data, repr(at)],
                       separators=(",", ":"))
     conn.execute("UPDATE hitl_events SET hash = ? WHERE seq = ?", (hashlib.sha256(body.encode()).hexdigest(), seq))
@@ -175,6 +176,12 @@ def test_a_key_set_later_keys_every_entry_from_then_on(db: str, effects_file: Pa
 
 
 # -- what a missing or wrong key, a forged entry and a lost head row do ---------------------------------
+
+
+def _stored_hash(conn: sqlite3.Connection, seq: int) -> str:
+    """Entry `seq`'s hash as the audit rules write it (the file stores it as bytes: 32 plain, 36 keyed)."""
+    (stored,) = conn.execute("SELECT hash FROM hitl_events WHERE seq = ?", (seq,)).fetchone()
+    return stored if isinstance(stored, str) else stored.hex() if len(stored) == 32 else f"hmac:{stored[:4].hex()}:{stored[4:].hex()}"
 
 
 def _keyed(db: str, key: str | None = KEY) -> Runner:
@@ -192,10 +199,11 @@ def _one_line_error(result: Any, *fragments: str) -> None:
 def _forge_entry(db: str, thread_id: str, review_id: str | None, event: str, actor: str | None, data: dict[str, Any]) -> int:
     """Append an entry with a correct sha256 hash (all the source code tells) and move the head row."""
     conn = sqlite3.connect(db)
-    seq, prev = conn.execute("SELECT seq, hash FROM hitl_events ORDER BY seq DESC LIMIT 1").fetchone()
+    (seq,) = conn.execute("SELECT max(seq) FROM hitl_events").fetchone()
+    prev = _stored_hash(conn, seq)
     seq, at, text = seq + 1, time.time(), json.dumps(data, sort_keys=True)
     digest = entry_hash(prev, seq, thread_id, review_id, event, actor, text, at)
-    conn.execute("INSERT INTO hitl_events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (seq, thread_id, review_id, event, actor, text, at, prev, digest))
+    conn.execute("INSERT INTO hitl_events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (seq, thread_id, review_id, event, actor, text, at, digest))
     conn.execute("UPDATE hitl_audit_head SET seq = ?, hash = ?", (seq, digest))
     conn.commit()
     conn.close()
@@ -256,7 +264,8 @@ def test_a_downgrade_is_found_even_without_the_key_and_a_guessed_mac_is_not_take
     with _keyed(db) as runner:
         _history(runner)
     conn = sqlite3.connect(db)
-    seq, prev, kept = conn.execute("SELECT seq, prev_hash, hash FROM hitl_events ORDER BY seq DESC LIMIT 1").fetchone()
+    (seq,) = conn.execute("SELECT max(seq) FROM hitl_events").fetchone()
+    prev, kept = _stored_hash(conn, seq - 1), _stored_hash(conn, seq)
     tid, rid, event, actor, data, at = conn.execute(
         "SELECT thread_id, review_id, event, actor, data, at FROM hitl_events WHERE seq = ?", (seq,)).fetchone()
     plain = entry_hash(prev, seq, tid, rid, event, actor, data, at)

@@ -42,6 +42,8 @@ from hitl_graphs.storage.syncing import ended, keeps_input, plan_sync, synced, w
 from hitl_graphs.storage.sqlite.audit import append
 from hitl_graphs.storage.sqlite.connection import write_pending, write_transaction
 from hitl_graphs.storage.sqlite.liveness import RunMarks
+from hitl_graphs.storage.sqlite.packing import REQUEST, pack_request, request_json
+from hitl_graphs.storage.sqlite.schema import LIVE
 
 
 class SqliteLedger:
@@ -180,7 +182,7 @@ class SqliteLedger:
             c.execute(
                 "UPDATE hitl_reviews SET status = 'decided', decision = ?, decided_at = ? "
                 "WHERE thread_id = ? AND review_id = ?",
-                (json.dumps(decision), now, thread_id, review_id),
+                (json.dumps(decision, separators=(",", ":")), now, thread_id, review_id),
             )
             c.execute(
                 "UPDATE hitl_threads SET status = 'running', owner = ?, lease_until = ?, updated_at = ? WHERE thread_id = ?",
@@ -193,8 +195,7 @@ class SqliteLedger:
         wanted = tuple(statuses)
         marks = ",".join("?" * len(wanted))
         rows = self._read(
-            "SELECT request, status, checkpoint_id, decision, decided_at FROM hitl_reviews "
-            f"WHERE thread_id = ? AND status IN ({marks}) ORDER BY created_at, review_id",
+            f"SELECT {_REVIEW} FROM hitl_reviews WHERE thread_id = ? AND status IN ({marks}) ORDER BY created_at, review_id",
             (thread_id, *wanted),
         )
         return [_review_row(r) for r in rows]
@@ -215,15 +216,15 @@ class SqliteLedger:
             where.append(f"(required_role IS NULL OR required_role IN ({marks}))" if roles else "required_role IS NULL")
             args.extend(roles)
         rows = self._read(
-            f"SELECT request FROM hitl_reviews WHERE {' AND '.join(where)} ORDER BY created_at, review_id LIMIT ? OFFSET ?",
+            f"SELECT {REQUEST} FROM hitl_reviews WHERE {' AND '.join(where)} ORDER BY created_at, review_id LIMIT ? OFFSET ?",
             (*args, limit, offset),
         )
-        return [ReviewRequest.model_validate_json(r[0]) for r in rows]
+        return [ReviewRequest.model_validate_json(request_json(*r)) for r in rows]
 
     def due(self, now: float, *, limit: int = 500) -> list[ReviewRow]:
         """Pending reviews whose deadline has passed (uses the partial deadline index)."""
         rows = self._read(
-            "SELECT request, status, checkpoint_id, decision, decided_at FROM hitl_reviews "
+            f"SELECT {_REVIEW} FROM hitl_reviews "
             "WHERE status = 'pending' AND deadline IS NOT NULL AND deadline <= ? ORDER BY deadline LIMIT ?",
             (now, limit),
         )
@@ -231,7 +232,7 @@ class SqliteLedger:
 
     def review(self, thread_id: str, review_id: str) -> ReviewRow | None:
         rows = self._read(
-            "SELECT request, status, checkpoint_id, decision, decided_at FROM hitl_reviews WHERE thread_id = ? AND review_id = ?",
+            f"SELECT {_REVIEW} FROM hitl_reviews WHERE thread_id = ? AND review_id = ?",
             (thread_id, review_id),
         )
         return _review_row(rows[0]) if rows else None
@@ -264,8 +265,8 @@ class SqliteLedger:
             if new is not None:
                 self._insert_thread(c, thread_id, new, None, None, now, keep_input=keeps_input(status))
                 write_pending(c)  # what the run recorded goes after its start in the history
-            known = {rid: (st, req) for rid, st, req in c.execute(
-                "SELECT review_id, status, request FROM hitl_reviews WHERE thread_id = ? ORDER BY created_at, review_id",
+            known = {r[2]: (st, request_json(*r)) for st, *r in c.execute(
+                f"SELECT status, {REQUEST} FROM hitl_reviews WHERE thread_id = ? ORDER BY created_at, review_id",
                 (thread_id,)).fetchall()}
             plan = plan_sync(known, pending, status=status, outcome=outcome, events=events)
             c.executemany("UPDATE hitl_reviews SET status = 'applied', applied_at = ? WHERE thread_id = ? AND review_id = ?",
@@ -275,7 +276,7 @@ class SqliteLedger:
             c.executemany(
                 "INSERT INTO hitl_reviews (thread_id, review_id, workflow, status, checkpoint_id, request, created_at, "
                 "deadline, required_role) VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?)",
-                [(thread_id, r.review_id, r.workflow, ck, r.model_dump_json(), r.created_at.timestamp(),
+                [(thread_id, r.review_id, r.workflow, ck, pack_request(r), r.created_at.timestamp(),
                   r.deadline.timestamp() if r.deadline else None, r.required_role) for r, ck in plan.added],
             )
             got = c.execute("SELECT * FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone()
@@ -298,8 +299,9 @@ class SqliteLedger:
         return [r[0] for r in self._read("SELECT DISTINCT thread_id FROM hitl_reviews WHERE status = 'decided'")]
 
     def threads_in(self, status: ThreadStatus) -> list[ThreadRow]:
-        """Threads whose status is `status`."""
-        return [ThreadRow(*r) for r in self._read("SELECT * FROM hitl_threads WHERE status = ?", (status,))]
+        """Threads whose status is `status` (through the index of threads not done, unless `done`)."""
+        live = f" AND {LIVE}" if status != "done" else ""
+        return [ThreadRow(*r) for r in self._read(f"SELECT * FROM hitl_threads WHERE status = ?{live}", (status,))]
 
     def release(self, thread_id: str, review_id: str, reason: str) -> None:
         """Take back a decision the graph refused (`ResumeRefusedError`): the review becomes
@@ -373,10 +375,13 @@ _ENTRIES = ("SELECT e.seq, e.thread_id, e.review_id, e.event, e.actor, e.data, e
             "AND r.review_id = e.review_id")
 
 
+_REVIEW = f"status, checkpoint_id, decision, decided_at, {REQUEST}"
+
+
 def _review_row(row: tuple[Any, ...]) -> ReviewRow:
-    request, status, checkpoint_id, decision, decided_at = row
+    status, checkpoint_id, decision, decided_at, *request = row
     return ReviewRow(
-        request=ReviewRequest.model_validate_json(request),
+        request=ReviewRequest.model_validate_json(request_json(*request)),
         status=status,
         checkpoint_id=checkpoint_id,
         decision=json.loads(decision) if decision else None,

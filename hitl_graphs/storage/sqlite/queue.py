@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from hitl_graphs.storage.base import ThreadRow
 from hitl_graphs.storage.sqlite.connection import write_transaction
 from hitl_graphs.storage.sqlite.liveness import RunMarks
+from hitl_graphs.storage.sqlite.schema import LIVE
 
 WAITS = ("EXISTS (SELECT 1 FROM hitl_reviews p WHERE p.thread_id = r.thread_id AND p.status = 'pending' "
          "AND json_extract(p.request, '$.middleware.interrupt_id') = json_extract(r.request, '$.middleware.interrupt_id'))")
@@ -46,7 +47,7 @@ class SqliteQueue:
         only = f" AND t.workflow IN ({', '.join('?' * len(workflows))})" if workflows is not None else ""
         with write_transaction(self.conn, self.lock, flush=False) as c:
             rows = c.execute(
-                "SELECT t.* FROM hitl_threads t WHERE t.status IN ('paused', 'running') AND EXISTS (SELECT 1 FROM "
+                f"SELECT t.* FROM hitl_threads t WHERE t.status IN ('paused', 'running') AND t.{LIVE} AND EXISTS (SELECT 1 FROM "
                 f"hitl_reviews r WHERE r.thread_id = t.thread_id AND r.status = 'decided' AND NOT {WAITS}){only} "
                 "ORDER BY t.updated_at",
                 tuple(workflows or ()),

@@ -80,8 +80,9 @@ CREATE INDEX IF NOT EXISTS hitl_reviews_due ON hitl_reviews (deadline) WHERE sta
 CREATE INDEX IF NOT EXISTS hitl_reviews_decided ON hitl_reviews (thread_id) WHERE status = 'decided';
 """
 
-AUDIT = """
-CREATE TABLE IF NOT EXISTS hitl_events (
+# the audit log's table as schema 7 stores it (`packing`: no prev_hash, hashes as bytes); a file
+# from an older release is rebuilt into it by `EVENTS_V7`
+_EVENTS = """ (
     seq       INTEGER PRIMARY KEY,
     thread_id TEXT NOT NULL,
     review_id TEXT,
@@ -89,9 +90,11 @@ CREATE TABLE IF NOT EXISTS hitl_events (
     actor     TEXT,
     data      TEXT NOT NULL,
     at        REAL NOT NULL,
-    prev_hash TEXT NOT NULL,
-    hash      TEXT NOT NULL
+    hash      BLOB NOT NULL
 );
+"""
+
+AUDIT = "CREATE TABLE IF NOT EXISTS hitl_events" + _EVENTS + """
 CREATE INDEX IF NOT EXISTS hitl_events_thread ON hitl_events (thread_id, seq);
 CREATE TABLE IF NOT EXISTS hitl_audit_head (
     id   INTEGER PRIMARY KEY CHECK (id = 1),
@@ -189,6 +192,26 @@ CREATE TABLE IF NOT EXISTS hitl_inputs (
 ) WITHOUT ROWID;
 """
 
+# Threads are looked up by status only while not done (running, paused, failed: what recovery and
+# the worker queue look for); a finished thread leaves the index. A query uses it by repeating its
+# condition (`LIVE`).
+LIVE = "status <> 'done'"
+LIVE_THREADS = f"""
+DROP INDEX IF EXISTS hitl_threads_status;
+CREATE INDEX IF NOT EXISTS hitl_threads_live ON hitl_threads (status) WHERE {LIVE};
+"""
+
+# Entries keep their seq, content and hash (hex text, which reads as before); the stored
+# prev_hash goes: it is the entry before's hash, which reads and `verify` take from that entry.
+# Idempotent: on a table already in this shape it copies the rows over unchanged.
+EVENTS_V7 = "CREATE TABLE IF NOT EXISTS hitl_events_v7" + _EVENTS + """
+INSERT INTO hitl_events_v7 (seq, thread_id, review_id, event, actor, data, at, hash)
+    SELECT seq, thread_id, review_id, event, actor, data, at, hash FROM hitl_events;
+DROP TABLE hitl_events;
+ALTER TABLE hitl_events_v7 RENAME TO hitl_events;
+CREATE INDEX IF NOT EXISTS hitl_events_thread ON hitl_events (thread_id, seq);
+""" + LIVE_THREADS
+
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (1, LEDGER + AUDIT + FEEDBACK + EFFECTS),
     (2, META),
@@ -196,11 +219,15 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (4, TOKENS),
     (5, WEBHOOKS),
     (6, INPUTS),
+    (7, EVENTS_V7),
 )
 """(version, DDL) in order: what each release added. 1: the tables before versioning; 2: the
 version row; 3: approvals remembered per workflow and actor; 4: API tokens (their hashes);
 5: webhooks, their cursors and the delivery log; 6: run inputs kept outside the audit log until
-the first checkpoint (entries written before keep theirs in the `started` entry)."""
+the first checkpoint (entries written before keep theirs in the `started` entry); 7: audit
+entries without their previous entry's hash, new hashes as bytes, new review requests without
+what their columns hold (`packing`; rows written before read as they are), threads indexed by
+status only while not done."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 """The schema this release writes."""
