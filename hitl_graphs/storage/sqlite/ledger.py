@@ -36,15 +36,16 @@ from hitl_graphs.errors import (
     UnknownReviewError,
     UnknownThreadError,
 )
-from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStatus
+from hitl_graphs.reviews import Outcome, ReviewRequest, ThreadStatus
 from hitl_graphs.storage.base import NewThread, ReviewRow, Synced, ThreadRow
-from hitl_graphs.storage.syncing import ended, keeps_input, plan_sync, synced, with_payload
+from hitl_graphs.storage.syncing import ended, keeps_input, plan_sync, synced
 from hitl_graphs.storage.sqlite.audit import append
 from hitl_graphs.storage.sqlite.connection import events_waiting, write_pending, write_transaction
+from hitl_graphs.storage.sqlite.history import HistoryReads
 from hitl_graphs.storage.sqlite.liveness import RunMarks
 
 
-class SqliteLedger:
+class SqliteLedger(HistoryReads):
     """SQL for the ledger tables. Every method is one transaction."""
 
     def __init__(self, conn: sqlite3.Connection, lock: threading.Lock, marks: RunMarks | None = None) -> None:
@@ -62,10 +63,6 @@ class SqliteLedger:
         rows keep books and are flushed by the next flushed commit (see `write_transaction`)."""
         with write_transaction(self.conn, self.lock, flush=flush, pending_first=pending_first) as c:
             yield c
-
-    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self.lock:
-            return self.conn.execute(sql, args).fetchall()
 
     # -- threads ---------------------------------------------------------------------------
 
@@ -354,49 +351,9 @@ class SqliteLedger:
                       "WHERE thread_id = ?", (error, now, thread_id))
             append(c, thread_id, [*events, Event("failed", data={"error": error})], now)
 
-    def recover_attempts(self, thread_id: str) -> int:
-        """How often `recover` ran the thread again since its last start, decision or retry request."""
-        rows = self._read(
-            "SELECT count(*) FROM hitl_events WHERE thread_id = ? AND event = 'recovering' AND seq > coalesce(("
-            "SELECT max(seq) FROM hitl_events WHERE thread_id = ? AND event IN ('started', 'decided', 'retry_requested')"
-            "), 0)",
-            (thread_id, thread_id),
-        )
-        return int(rows[0][0])
-
     def add_events(self, thread_id: str, events: Sequence[Event]) -> None:
         with self._tx() as c:
             append(c, thread_id, events, time.time())
-
-    def started_input(self, thread_id: str) -> Any:
-        """The input the thread was started with (JSON), while no checkpoint holds it; None if none is kept."""
-        rows = self._read("SELECT input FROM hitl_inputs WHERE thread_id = ?", (thread_id,))
-        if rows:
-            return json.loads(rows[0][0])
-        # a thread started before inputs left the audit log keeps its input in its `started` entry
-        rows = self._read("SELECT data FROM hitl_events WHERE thread_id = ? AND event = 'started' ORDER BY seq LIMIT 1",
-                          (thread_id,))
-        return json.loads(rows[0][0]).get("input") if rows else None
-
-    def history(self, thread_id: str) -> list[HistoryEntry]:
-        return self._entries(f"{_ENTRIES} WHERE e.thread_id = ? ORDER BY e.seq", (thread_id,))
-
-    def events_after(self, seq: int, *, limit: int = 100) -> list[HistoryEntry]:
-        return self._entries(f"{_ENTRIES} WHERE e.seq > ? ORDER BY e.seq LIMIT ?", (seq, limit))
-
-    def _entries(self, sql: str, args: Sequence[Any]) -> list[HistoryEntry]:
-        return [
-            HistoryEntry(seq=n, thread_id=t, review_id=r, event=e, actor=a, data=with_payload(e, json.loads(d), request),
-                         at=datetime.fromtimestamp(at, UTC))
-            for n, t, r, e, a, d, at, request in self._read(sql, args)
-        ]
-
-
-# a review's payload is stored once, in its ledger row; its `review_requested` entry gets it back here
-_ENTRIES = ("SELECT e.seq, e.thread_id, e.review_id, e.event, e.actor, e.data, e.at, r.request FROM hitl_events e "
-            "LEFT JOIN hitl_reviews r ON e.event = 'review_requested' AND r.thread_id = e.thread_id "
-            "AND r.review_id = e.review_id")
-
 
 def _started(new: NewThread) -> Event:
     return Event("started", actor=new.started_by, data=new.data)
