@@ -89,7 +89,9 @@ class HitlConnection(sqlite3.Connection):
         self._hitl_commits = 0  # commits made on the connection: the WAL holds them up to this count
         self._hitl_flushed = 0  # the count the last finished flush covers
         self._hitl_flushing = False
-        self._hitl_flush_cond = threading.Condition(threading.Lock())
+        self._hitl_flush_lock = threading.Lock()  # over the three counts above (taken as is, no Python call)
+        self._hitl_flush_cond = threading.Condition(self._hitl_flush_lock)  # woken only when someone waits
+        self._hitl_flush_waiters = 0
 
     def hitl_durable_waiting(self) -> bool:
         return any(p.durable and p.waiting() for p in self.hitl_pending)
@@ -112,7 +114,7 @@ class HitlConnection(sqlite3.Connection):
         self._hitl_done(self._hitl_commit)
         if not wrote:
             return
-        with self._hitl_flush_cond:
+        with self._hitl_flush_lock:
             self._hitl_commits += 1
             seq = self._hitl_commits
         if self.hitl_wal is not None and not self.hitl_relaxed:
@@ -128,12 +130,15 @@ class HitlConnection(sqlite3.Connection):
         that commit, sharing a flush with the threads that committed meanwhile (see the module)."""
         if self.hitl_wal is None:
             return
-        cond = self._hitl_flush_cond
-        with cond:
+        with self._hitl_flush_lock:
             if upto is None:
                 upto = self._hitl_commits
             while self._hitl_flushing:
-                cond.wait()
+                self._hitl_flush_waiters += 1
+                try:
+                    self._hitl_flush_cond.wait()
+                finally:
+                    self._hitl_flush_waiters -= 1
             if self._hitl_flushed >= upto:
                 return  # a flush that started after our commit has covered it
             self._hitl_flushing = True
@@ -148,15 +153,18 @@ class HitlConnection(sqlite3.Connection):
             finally:
                 os.close(fd)
         except BaseException:
-            with cond:
-                self._hitl_flushing = False
-                cond.notify_all()
+            self._hitl_flush_done(0)
             raise
-        with cond:
-            self._hitl_flushed = max(self._hitl_flushed, covers)
+        self._hitl_flush_done(covers)
+
+    def _hitl_flush_done(self, covers: int) -> None:
+        with self._hitl_flush_lock:
+            if covers:
+                self._hitl_flushed = max(self._hitl_flushed, covers)
+                self.hitl_flushes += 1
             self._hitl_flushing = False
-            self.hitl_flushes += 1
-            cond.notify_all()
+            if self._hitl_flush_waiters:
+                self._hitl_flush_cond.notify_all()
 
     def rollback(self) -> None:
         self._hitl_done(super().rollback, committed=False)
