@@ -25,6 +25,12 @@ milliseconds) before it is on disk. Whatever that process writes because of it i
 own commit, which covers ours; only what it shows from a read alone (a listing, "already decided")
 can be undone by a power cut within those milliseconds, as if the cut had come before our commit.
 LangGraph's own commits on the connection (runs with a checkpoint per step) are flushed the same way.
+
+**Flushes are shared** (group commit). Threads that commit on the connection at about the same
+time (an event loop resuming many threads, a server's worker threads) need not each wait for a
+flush of their own: since the WAL is written in order, one `fdatasync` started after a commit
+covers it and every commit before it. A thread whose commit a flush already running does not
+cover waits for that flush to end, then starts one for all who waited meanwhile.
 """
 
 from __future__ import annotations
@@ -76,10 +82,16 @@ class HitlConnection(sqlite3.Connection):
         self.hitl_wal: str | None = None
         """The WAL file this connection flushes itself after a commit (`synchronous="FULL"` on WAL), else None."""
         self.hitl_flushes = 0
-        """How many commits this connection has flushed itself (`hitl_wal`)."""
+        """How many flushes this connection has made itself (`hitl_wal`)."""
         self._hitl_after: list[Callable[[bool], None]] = []
         self._hitl_in_tx = False
-        self._hitl_flush_due = False
+        self._hitl_flush_due = 0
+        self._hitl_commits = 0  # commits made on the connection: the WAL holds them up to this count
+        self._hitl_flushed = 0  # the count the last finished flush covers
+        self._hitl_flushing = False
+        self._hitl_flush_lock = threading.Lock()  # over the three counts above (taken as is, no Python call)
+        self._hitl_flush_cond = threading.Condition(self._hitl_flush_lock)  # woken only when someone waits
+        self._hitl_flush_waiters = 0
 
     def hitl_durable_waiting(self) -> bool:
         return any(p.durable and p.waiting() for p in self.hitl_pending)
@@ -100,25 +112,59 @@ class HitlConnection(sqlite3.Connection):
             raise
         wrote = self.in_transaction
         self._hitl_done(self._hitl_commit)
-        if wrote and self.hitl_wal is not None and not self.hitl_relaxed:
+        if not wrote:
+            return
+        with self._hitl_flush_lock:
+            self._hitl_commits += 1
+            seq = self._hitl_commits
+        if self.hitl_wal is not None and not self.hitl_relaxed:
             if self._hitl_in_tx:
-                self._hitl_flush_due = True  # `write_transaction` flushes once the lock is released
+                self._hitl_flush_due = seq  # `write_transaction` flushes once the lock is released
             else:
-                self.hitl_flush()
+                self.hitl_flush(seq)
 
-    def hitl_flush(self) -> None:
-        """Flush the WAL to disk: every commit made so far on the file is then durable."""
+    def hitl_flush(self, upto: int | None = None) -> None:
+        """Flush the WAL to disk: every commit made so far on the file is then durable.
+
+        With `upto` (a commit's number on this connection), return as soon as a flush covers
+        that commit, sharing a flush with the threads that committed meanwhile (see the module)."""
         if self.hitl_wal is None:
             return
+        with self._hitl_flush_lock:
+            if upto is None:
+                upto = self._hitl_commits
+            while self._hitl_flushing:
+                self._hitl_flush_waiters += 1
+                try:
+                    self._hitl_flush_cond.wait()
+                finally:
+                    self._hitl_flush_waiters -= 1
+            if self._hitl_flushed >= upto:
+                return  # a flush that started after our commit has covered it
+            self._hitl_flushing = True
+            covers = self._hitl_commits  # every commit counted here is in the WAL already
         try:
-            fd = os.open(self.hitl_wal, os.O_RDONLY)
-        except FileNotFoundError:  # no WAL any more (another program changed the journal mode): the file itself
-            fd = os.open(self.hitl_wal.removesuffix("-wal"), os.O_RDONLY)
-        try:
-            _datasync(fd)
-        finally:
-            os.close(fd)
-        self.hitl_flushes += 1
+            try:
+                fd = os.open(self.hitl_wal, os.O_RDONLY)
+            except FileNotFoundError:  # no WAL any more (another program changed the journal mode): the file itself
+                fd = os.open(self.hitl_wal.removesuffix("-wal"), os.O_RDONLY)
+            try:
+                _datasync(fd)
+            finally:
+                os.close(fd)
+        except BaseException:
+            self._hitl_flush_done(0)
+            raise
+        self._hitl_flush_done(covers)
+
+    def _hitl_flush_done(self, covers: int) -> None:
+        with self._hitl_flush_lock:
+            if covers:
+                self._hitl_flushed = max(self._hitl_flushed, covers)
+                self.hitl_flushes += 1
+            self._hitl_flushing = False
+            if self._hitl_flush_waiters:
+                self._hitl_flush_cond.notify_all()
 
     def rollback(self) -> None:
         self._hitl_done(super().rollback, committed=False)
@@ -152,7 +198,7 @@ def write_transaction(
     Rows waiting for a commit are written first (`pending_first`), so the history keeps its
     order; a caller that passes False calls `write_pending` where they belong.
     """
-    flush_due = False
+    flush_due = 0
     with lock:
         hitl = conn if isinstance(conn, HitlConnection) else None
         relaxed = not flush and hitl is not None and hitl.hitl_synchronous == "FULL" and not hitl.hitl_durable_waiting()
@@ -177,13 +223,13 @@ def write_transaction(
                 conn.commit()
         finally:
             if hitl is not None:
-                flush_due, hitl._hitl_flush_due = hitl._hitl_flush_due, False
+                flush_due, hitl._hitl_flush_due = hitl._hitl_flush_due, 0
                 hitl.hitl_relaxed = False
                 hitl._hitl_in_tx = False
             if toggled:
                 conn.execute("PRAGMA synchronous=FULL")
     if flush_due and hitl is not None:  # the write lock and the queue are free: others write during our flush
-        hitl.hitl_flush()
+        hitl.hitl_flush(flush_due)
 
 
 _datasync = getattr(os, "fdatasync", os.fsync)  # as SQLite: the data and the size, not the timestamps
@@ -220,6 +266,11 @@ def pending_rows(conn: sqlite3.Connection) -> list[PendingRows]:
     if not isinstance(conn, HitlConnection):
         raise ConfigError("rows can wait for a commit only on the connection SqliteStore opens")
     return conn.hitl_pending
+
+
+def events_waiting(conn: sqlite3.Connection) -> bool:
+    """Whether history entries (rows that are not durable) wait to join the next transaction."""
+    return isinstance(conn, HitlConnection) and any(not p.durable and p.waiting() for p in conn.hitl_pending)
 
 
 def write_pending(conn: sqlite3.Connection) -> None:

@@ -36,17 +36,18 @@ from hitl_graphs.errors import (
     UnknownReviewError,
     UnknownThreadError,
 )
-from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStatus
+from hitl_graphs.reviews import Outcome, ReviewRequest, ThreadStatus
 from hitl_graphs.storage.base import NewThread, ReviewRow, Synced, ThreadRow
-from hitl_graphs.storage.syncing import ended, keeps_input, plan_sync, synced, with_payload
+from hitl_graphs.storage.syncing import ended, keeps_input, plan_sync, synced
 from hitl_graphs.storage.sqlite.audit import append
-from hitl_graphs.storage.sqlite.connection import write_pending, write_transaction
+from hitl_graphs.storage.sqlite.connection import events_waiting, write_pending, write_transaction
+from hitl_graphs.storage.sqlite.history import HistoryReads
 from hitl_graphs.storage.sqlite.liveness import RunMarks
 from hitl_graphs.storage.sqlite.packing import REQUEST, pack_request, request_json
 from hitl_graphs.storage.sqlite.schema import LIVE
 
 
-class SqliteLedger:
+class SqliteLedger(HistoryReads):
     """SQL for the ledger tables. Every method is one transaction."""
 
     def __init__(self, conn: sqlite3.Connection, lock: threading.Lock, marks: RunMarks | None = None) -> None:
@@ -65,10 +66,6 @@ class SqliteLedger:
         with write_transaction(self.conn, self.lock, flush=flush, pending_first=pending_first) as c:
             yield c
 
-    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self.lock:
-            return self.conn.execute(sql, args).fetchall()
-
     # -- threads ---------------------------------------------------------------------------
 
     def create_thread(
@@ -81,17 +78,27 @@ class SqliteLedger:
 
     @staticmethod
     def _insert_thread(c: sqlite3.Connection, thread_id: str, new: NewThread, owner: str | None,
-                       lease_until: float | None, now: float, *, keep_input: bool = True) -> None:
-        row = c.execute("SELECT status FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone()
-        if row is not None:
-            raise ThreadExistsError(f"thread {thread_id!r} already exists (status {row[0]}); resume it or start with another id")
-        c.execute(
-            "INSERT INTO hitl_threads VALUES (?, ?, 'running', NULL, NULL, ?, ?, ?, ?, ?)",
-            (thread_id, new.workflow, owner, lease_until, now, now, new.started_by),
-        )
+                       lease_until: float | None, now: float, *, keep_input: bool = True, record: bool = True,
+                       status: ThreadStatus = "running", outcome: Outcome | None = None, error: str | None = None) -> ThreadRow:
+        """Insert the thread's row (and its input, if kept); with `record`, its `started` entry
+        too (else the caller appends `_started(new)` in its own batch). Returns the row.
+
+        `status` (and `outcome`, `error`) is where a thread recorded after its first run already
+        stands (`sync` with `new`): written at once, not updated in the same transaction (which
+        would dirty a second page of the status index)."""
+        try:  # one statement: the primary key refuses an id already used
+            c.execute("INSERT INTO hitl_threads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      (thread_id, new.workflow, status, outcome, error, owner, lease_until, now, now, new.started_by))
+        except sqlite3.IntegrityError:
+            got = c.execute("SELECT status FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone()
+            if got is None:
+                raise
+            raise ThreadExistsError(f"thread {thread_id!r} already exists (status {got[0]}); resume it or start with another id") from None
         if keep_input and new.input is not None:
             c.execute("INSERT OR REPLACE INTO hitl_inputs VALUES (?, ?)", (thread_id, json.dumps(new.input)))
-        append(c, thread_id, [Event("started", actor=new.started_by, data=new.data)], now)
+        if record:
+            append(c, thread_id, [_started(new)], now)
+        return ThreadRow(thread_id, new.workflow, status, outcome, error, owner, lease_until, now, now, new.started_by)
 
     def thread(self, thread_id: str) -> ThreadRow | None:
         rows = self._read("SELECT * FROM hitl_threads WHERE thread_id = ?", (thread_id,))
@@ -124,7 +131,10 @@ class SqliteLedger:
             return row
 
     def _thread_for_update(self, c: sqlite3.Connection, thread_id: str, owner: str, now: float) -> ThreadRow:
-        got = c.execute("SELECT * FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone()
+        return self._check_owner(thread_id, c.execute("SELECT * FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone(),
+                                 owner, now)
+
+    def _check_owner(self, thread_id: str, got: Sequence[Any] | None, owner: str, now: float) -> ThreadRow:
         if got is None:
             raise UnknownThreadError(f"thread {thread_id!r} does not exist")
         row = ThreadRow(*got)
@@ -160,13 +170,14 @@ class SqliteLedger:
         """
         now = time.time()
         with self._tx(flush=True) as c:
-            got = c.execute(
-                "SELECT status, decision, deadline FROM hitl_reviews WHERE thread_id = ? AND review_id = ?",
+            got = c.execute(  # the review and its thread's row, in one statement
+                "SELECT r.status, r.decision, r.deadline, t.* FROM hitl_reviews r LEFT JOIN hitl_threads t "
+                "ON t.thread_id = r.thread_id WHERE r.thread_id = ? AND r.review_id = ?",
                 (thread_id, review_id),
             ).fetchone()
             if got is None:
                 raise UnknownReviewError(f"thread {thread_id!r} has no review {review_id!r}")
-            status, prior, deadline = got
+            status, prior, deadline = got[:3]
             if status in ("decided", "applied"):
                 raise AlreadyDecidedError(_already(thread_id, review_id, status, prior))
             if status != "pending":
@@ -178,7 +189,7 @@ class SqliteLedger:
                 )
             if by_deadline and (deadline is None or now < deadline):
                 raise ReviewNotPendingError(f"review {review_id!r} of thread {thread_id!r} has not expired")
-            self._thread_for_update(c, thread_id, owner, now)
+            self._check_owner(thread_id, got[3:] if got[3] is not None else None, owner, now)
             c.execute(
                 "UPDATE hitl_reviews SET status = 'decided', decision = ?, decided_at = ? "
                 "WHERE thread_id = ? AND review_id = ?",
@@ -262,12 +273,22 @@ class SqliteLedger:
         """
         now = time.time()
         with self._tx(pending_first=new is None) as c:
-            if new is not None:
-                self._insert_thread(c, thread_id, new, None, None, now, keep_input=keeps_input(status))
-                write_pending(c)  # what the run recorded goes after its start in the history
-            known = {r[2]: (st, request_json(*r)) for st, *r in c.execute(
-                f"SELECT status, {REQUEST} FROM hitl_reviews WHERE thread_id = ? ORDER BY created_at, review_id",
-                (thread_id,)).fetchall()}
+            first: list[Event] = []
+            prev: ThreadRow | None = None
+            if new is not None:  # a thread created here has no reviews, and its row is inserted as it ends up
+                self._insert_thread(c, thread_id, new, None, None, now, keep_input=keeps_input(status), record=False,
+                                    status=status, outcome=outcome, error=error)
+                prev = ThreadRow(thread_id, new.workflow, "running", None, None, None, None, now, now, new.started_by)
+                first.append(_started(new))
+                if events_waiting(c):  # what the run recorded goes after its start in the history
+                    append(c, thread_id, first, now)
+                    first = []
+                write_pending(c)
+                known: dict[str, tuple[str, str]] = {}
+            else:
+                known = {r[2]: (st, request_json(*r)) for st, *r in c.execute(
+                    f"SELECT status, {REQUEST} FROM hitl_reviews WHERE thread_id = ? ORDER BY created_at, review_id",
+                    (thread_id,)).fetchall()}
             plan = plan_sync(known, pending, status=status, outcome=outcome, events=events)
             c.executemany("UPDATE hitl_reviews SET status = 'applied', applied_at = ? WHERE thread_id = ? AND review_id = ?",
                           [(now, thread_id, rid) for rid in plan.applied])
@@ -279,18 +300,19 @@ class SqliteLedger:
                 [(thread_id, r.review_id, r.workflow, ck, pack_request(r), r.created_at.timestamp(),
                   r.deadline.timestamp() if r.deadline else None, r.required_role) for r, ck in plan.added],
             )
-            got = c.execute("SELECT * FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone()
-            if got is None:
-                raise UnknownThreadError(f"thread {thread_id!r} does not exist")
-            prev = ThreadRow(*got)
-            c.execute(
-                "UPDATE hitl_threads SET status = ?, outcome = ?, error = ?, owner = NULL, lease_until = NULL, "
-                "updated_at = ? WHERE thread_id = ?",
-                (status, outcome, error, now, thread_id),
-            )
-            if not keeps_input(status):  # the checkpoint committed with this holds the input now
+            if prev is None:
+                got = c.execute("SELECT * FROM hitl_threads WHERE thread_id = ?", (thread_id,)).fetchone()
+                if got is None:
+                    raise UnknownThreadError(f"thread {thread_id!r} does not exist")
+                prev = ThreadRow(*got)
+                c.execute(
+                    "UPDATE hitl_threads SET status = ?, outcome = ?, error = ?, owner = NULL, lease_until = NULL, "
+                    "updated_at = ? WHERE thread_id = ?",
+                    (status, outcome, error, now, thread_id),
+                )
+            if not keeps_input(status) and new is None:  # the checkpoint committed with this holds the input now
                 c.execute("DELETE FROM hitl_inputs WHERE thread_id = ?", (thread_id,))
-            append(c, thread_id, [*plan.events, *ended(prev.status, prev.outcome, status, outcome, error)], now)
+            append(c, thread_id, [*first, *plan.events, *ended(prev.status, prev.outcome, status, outcome, error)], now)
         return synced(plan, replace(prev, status=status, outcome=outcome, error=error, owner=None, lease_until=None,
                                     updated_at=now))
 
@@ -331,48 +353,12 @@ class SqliteLedger:
                       "WHERE thread_id = ?", (error, now, thread_id))
             append(c, thread_id, [*events, Event("failed", data={"error": error})], now)
 
-    def recover_attempts(self, thread_id: str) -> int:
-        """How often `recover` ran the thread again since its last start, decision or retry request."""
-        rows = self._read(
-            "SELECT count(*) FROM hitl_events WHERE thread_id = ? AND event = 'recovering' AND seq > coalesce(("
-            "SELECT max(seq) FROM hitl_events WHERE thread_id = ? AND event IN ('started', 'decided', 'retry_requested')"
-            "), 0)",
-            (thread_id, thread_id),
-        )
-        return int(rows[0][0])
-
     def add_events(self, thread_id: str, events: Sequence[Event]) -> None:
         with self._tx() as c:
             append(c, thread_id, events, time.time())
 
-    def started_input(self, thread_id: str) -> Any:
-        """The input the thread was started with (JSON), while no checkpoint holds it; None if none is kept."""
-        rows = self._read("SELECT input FROM hitl_inputs WHERE thread_id = ?", (thread_id,))
-        if rows:
-            return json.loads(rows[0][0])
-        # a thread started before inputs left the audit log keeps its input in its `started` entry
-        rows = self._read("SELECT data FROM hitl_events WHERE thread_id = ? AND event = 'started' ORDER BY seq LIMIT 1",
-                          (thread_id,))
-        return json.loads(rows[0][0]).get("input") if rows else None
-
-    def history(self, thread_id: str) -> list[HistoryEntry]:
-        return self._entries(f"{_ENTRIES} WHERE e.thread_id = ? ORDER BY e.seq", (thread_id,))
-
-    def events_after(self, seq: int, *, limit: int = 100) -> list[HistoryEntry]:
-        return self._entries(f"{_ENTRIES} WHERE e.seq > ? ORDER BY e.seq LIMIT ?", (seq, limit))
-
-    def _entries(self, sql: str, args: Sequence[Any]) -> list[HistoryEntry]:
-        return [
-            HistoryEntry(seq=n, thread_id=t, review_id=r, event=e, actor=a, data=with_payload(e, json.loads(d), request),
-                         at=datetime.fromtimestamp(at, UTC))
-            for n, t, r, e, a, d, at, request in self._read(sql, args)
-        ]
-
-
-# a review's payload is stored once, in its ledger row; its `review_requested` entry gets it back here
-_ENTRIES = ("SELECT e.seq, e.thread_id, e.review_id, e.event, e.actor, e.data, e.at, r.request FROM hitl_events e "
-            "LEFT JOIN hitl_reviews r ON e.event = 'review_requested' AND r.thread_id = e.thread_id "
-            "AND r.review_id = e.review_id")
+def _started(new: NewThread) -> Event:
+    return Event("started", actor=new.started_by, data=new.data)
 
 
 _REVIEW = f"status, checkpoint_id, decision, decided_at, {REQUEST}"

@@ -83,6 +83,13 @@ class RunMarks:
 
     def __init__(self, path: str | None) -> None:
         self.path = None if path is None else path + "-runs"
+        self._fd: int | None = None  # once opened (`marks_file` keeps it open for the process)
+
+    def _file(self) -> int | None:
+        """The marks file's descriptor, resolved once (a path's `realpath` costs a system call per folder)."""
+        if self._fd is None and self.path is not None:
+            self._fd = marks_file(self.path)
+        return self._fd
 
     @contextmanager
     def hold(self) -> Iterator[str]:
@@ -91,7 +98,7 @@ class RunMarks:
         slot = next(proc.counter) % _SLOTS_PER_PID
         owner = f"{HOST}:{proc.pid}:{slot}"
         offset = proc.pid * _SLOTS_PER_PID + slot
-        fd = marks_file(self.path) if self.path is not None else None
+        fd = self._file()
         if fd is not None:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
         with proc.lock:
@@ -124,7 +131,7 @@ class RunMarks:
                 return owner in proc.held
         if not _pid_alive(pid):
             return False
-        fd = marks_file(self.path) if self.path is not None else None
+        fd = self._file()
         return True if fd is None else _locked(fd, pid * _SLOTS_PER_PID + slot)
 
 

@@ -39,6 +39,7 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    copy_checkpoint,
     get_checkpoint_id,
     get_checkpoint_metadata,
 )
@@ -80,6 +81,10 @@ class HitlSqliteSaver(ThreadedAsync, SqliteSaver):
     def __init__(self, conn: sqlite3.Connection, *, serde: Any = None) -> None:
         super().__init__(conn, serde=serde)
         self._deferred_checkpoints: dict[tuple[str, str, str], tuple[Any, ...]] = {}
+        self._deferred_loaded: dict[tuple[str, str, str], Checkpoint] = {}
+        """The checkpoints waiting for a commit as LangGraph handed them over (its own copy), so a
+        read before the commit need not decode what this process has just encoded: with a large
+        state, that decoding (and the guard's scan of the bytes) cost as much as the run's own save."""
         self._deferred_writes: dict[tuple[str, str, str, str, int], tuple[bool, tuple[Any, ...]]] = {}
         self._deferred_lock = threading.Lock()
         self._can_defer = isinstance(conn, HitlConnection)
@@ -110,6 +115,7 @@ class HitlSqliteSaver(ThreadedAsync, SqliteSaver):
         row = (thread_id, checkpoint_ns, checkpoint["id"], config["configurable"].get("checkpoint_id"), type_, blob, meta)
         with self._deferred_lock:
             self._deferred_checkpoints[(thread_id, checkpoint_ns, checkpoint["id"])] = row
+            self._deferred_loaded[(thread_id, checkpoint_ns, checkpoint["id"])] = checkpoint
         return {"configurable": {"thread_id": config["configurable"]["thread_id"], "checkpoint_ns": checkpoint_ns,
                                  "checkpoint_id": checkpoint["id"]}}
 
@@ -153,6 +159,7 @@ class HitlSqliteSaver(ThreadedAsync, SqliteSaver):
                 return None
             checkpoints, writes = self._deferred_checkpoints, self._deferred_writes
             self._deferred_checkpoints, self._deferred_writes = {}, {}
+            loaded, self._deferred_loaded = self._deferred_loaded, {}
 
         def after(committed: bool) -> None:
             if committed:
@@ -160,6 +167,8 @@ class HitlSqliteSaver(ThreadedAsync, SqliteSaver):
             with self._deferred_lock:  # rolled back: they wait for the next commit again
                 for ck, row in checkpoints.items():
                     self._deferred_checkpoints.setdefault(ck, row)
+                    if ck in loaded:
+                        self._deferred_loaded.setdefault(ck, loaded[ck])
                 for wk, write in writes.items():
                     self._deferred_writes.setdefault(wk, write)
 
@@ -190,6 +199,7 @@ class HitlSqliteSaver(ThreadedAsync, SqliteSaver):
         with self._deferred_lock:
             checkpoints = {k[2]: row for k, row in self._deferred_checkpoints.items()
                            if k[0] == thread_id and k[1] == checkpoint_ns}
+            loaded = {k[2]: ck for k, ck in self._deferred_loaded.items() if k[0] == thread_id and k[1] == checkpoint_ns}
             writes = [w for k, w in self._deferred_writes.items() if k[0] == thread_id and k[1] == checkpoint_ns]
         if not checkpoints and not writes:
             return super().get_tuple(config)
@@ -217,9 +227,10 @@ class HitlSqliteSaver(ThreadedAsync, SqliteSaver):
         _, _, _, parent_id, type_, blob, metadata = row
         if not wanted:
             config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id}}
+        mine = loaded.get(checkpoint_id) if checkpoints.get(checkpoint_id) is row else None
         return CheckpointTuple(
             config,
-            self.serde.loads_typed((type_, blob)),
+            copy_checkpoint(mine) if mine is not None else self.serde.loads_typed((type_, blob)),
             cast(CheckpointMetadata, json.loads(metadata) if metadata is not None else {}),
             {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": parent_id}}
             if parent_id else None,
