@@ -18,7 +18,7 @@ from urllib.parse import quote
 import psycopg
 import pytest
 
-from hitl_graphs import Approve, AuditHead, Runner
+from hitl_graphs import Approve, AuditError, AuditHead, AuditKeyError, Runner
 from hitl_graphs.audit import Event, chain
 from hitl_graphs.storage.postgres import PostgresStore, migrate
 from hitl_graphs.storage.postgres import audit as pg_audit
@@ -26,7 +26,7 @@ from hitl_graphs.storage.postgres.commits import transaction
 from hitl_graphs.storage.postgres.connection import connect
 from hitl_graphs.storage.postgres.schema import MIGRATIONS, SCHEMA_VERSION, read_version
 from tests.conftest import hitl
-from tests.workflows import WORKFLOWS
+from tests.workflows import WORKFLOWS, effects
 
 
 @pytest.fixture(autouse=True)
@@ -178,3 +178,39 @@ def test_verify_finds_an_entry_edited_deleted_or_reordered(pg_db_url: str, effec
     assert verified.returncode == 1
     report = json.loads(verified.stdout)
     assert report["ok"] is False and problem in report["problem"], report
+
+
+def test_a_keyed_log_refuses_a_process_without_its_key_or_with_another_and_nothing_is_written(
+        pg_db_url: str, effects_file: Path) -> None:
+    with Runner.open(pg_db_url, workflows=WORKFLOWS, audit_key="the-right-key-0123456789abcdef") as keyed:
+        thread_id = keyed.start("pay", {"to": "acme", "amount": 5}).thread_id
+        before = [e.event for e in keyed.history(thread_id)]
+    for other in (None, "another-key-0123456789abcdef"):
+        with Runner.open(pg_db_url, workflows=WORKFLOWS, audit_key=other) as runner:
+            with pytest.raises(AuditKeyError, match="HITL_AUDIT_KEY"):
+                runner.start("pay", {"to": "bolt", "amount": 6})  # a new thread: its first entry links nowhere keyed
+            with pytest.raises(AuditKeyError, match="HITL_AUDIT_KEY"):
+                runner.resume(thread_id, Approve(actor="ana"))
+    with Runner.open(pg_db_url, workflows=WORKFLOWS, audit_key="the-right-key-0123456789abcdef") as keyed:
+        assert [e.event for e in keyed.history(thread_id)] == before
+        assert keyed.show(thread_id).status == "paused"
+        report = keyed.audit_verify()
+        assert report.ok and report.keyed, report.problem
+    with psycopg.connect(pg_db_url) as conn:  # the refused start left no thread behind
+        assert conn.execute("SELECT count(*) FROM hitl_threads").fetchone()[0] == 1  # type: ignore[index]
+    assert not any(e.startswith("pay:") for e in effects())  # nothing was paid
+
+
+def test_a_deleted_head_row_stops_every_write_and_nothing_is_written(pg_db_url: str, effects_file: Path) -> None:
+    with Runner.open(pg_db_url, workflows=WORKFLOWS) as runner:
+        thread_id = runner.start("pay", {"to": "acme", "amount": 5}).thread_id
+    with psycopg.connect(pg_db_url) as conn:
+        conn.execute("DELETE FROM hitl_audit_head")
+        count = conn.execute("SELECT count(*) FROM hitl_events").fetchone()[0]  # type: ignore[index]
+    with Runner.open(pg_db_url, workflows=WORKFLOWS) as runner:
+        with pytest.raises(AuditError, match=f"head row is missing though the log has {count} entries"):
+            runner.resume(thread_id, Approve(actor="ana"))
+        assert runner.show(thread_id).status == "paused"
+    with psycopg.connect(pg_db_url) as conn:
+        assert conn.execute("SELECT count(*) FROM hitl_events").fetchone()[0] == count  # type: ignore[index]
+    assert not any(e.startswith("pay:") for e in effects())  # nothing was paid

@@ -84,7 +84,10 @@ def tail(c: Conn, name: str, make: Callable[[], T]) -> T:
     tails = _TAILS.get(id(c))
     if tails is None:
         raise RuntimeError("a commit tail needs a transaction opened by commits.transaction")
-    return cast(T, tails.setdefault(name, make()))
+    got = tails.get(name)
+    if got is None:
+        got = tails[name] = make()
+    return cast(T, got)
 
 
 @contextmanager
