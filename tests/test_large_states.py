@@ -138,7 +138,7 @@ def test_a_database_from_before_upgrades_and_recovers_from_an_input_in_its_log(
         new = runner.start("doc", {"document": DOCUMENT})
         assert runner.resume(new.thread_id, Approve(actor="ana")).state["published"] is True
         assert runner.audit_verify().ok
-    version = "6" if backend == "sqlite" else "4"
+    version = "6" if backend == "sqlite" else "5"
     assert _sql(backend, location, "SELECT value FROM hitl_meta WHERE key = 'schema_version'") == [(version,)]
 
 
