@@ -5,8 +5,10 @@ copied under new thread ids by the server, in one transaction: one `INSERT ... S
 that has a `thread_id` column (LangGraph's `checkpoints`, `checkpoint_blobs`, `checkpoint_writes`,
 and our ledger tables), joined with a temporary table of the new ids (sent with `COPY`). What
 changes per copy is what `bulk.py` changes: the thread id, inside the review request's JSON too,
-the ledger's times (spread so copies list oldest first), and the audit chain, recomputed entry by
-entry here and sent with `COPY`, so `hitl audit verify` still passes. Checkpoint ids stay the same
+the ledger's times (spread so copies list oldest first), and the audit log, recomputed entry by
+entry here as the store writes it (each copy's entries linked within the copy, anchored into the
+global chain; each copy's last entry in `hitl_audit_threads`) and sent with `COPY`, so `hitl audit
+verify` still passes. Checkpoint ids stay the same
 (they are per thread), so each copy resumes exactly like the original. `ANALYZE` at the end gives
 the planner the statistics a live database would have.
 """
@@ -56,6 +58,8 @@ def copy_thread(url: str, source: str, count: int, *, dt: float = 0.001, key: by
             if table == "hitl_events":
                 _copy_chained_events(conn, source, ids, key)
                 continue
+            if table == "hitl_audit_threads":  # written with the events
+                continue
             columns = [r[0] for r in conn.execute(
                 "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
                 "AND table_name = %s AND coalesce(column_default, '') NOT LIKE 'nextval%%' ORDER BY ordinal_position",
@@ -82,20 +86,28 @@ def _expr(table: str, col: str) -> str:
 
 
 def _copy_chained_events(conn: Any, source: str, ids: list[tuple[int, str, float]], key: bytes | None) -> None:
-    """Append the source's events for every copy, extending the audit hash chain."""
+    """Append the source's events for every copy: each copy's entries linked within the copy (its
+    place in the thread hashed), anchored into the global chain, as `hitl_audit_append` does."""
     from hitl_graphs import audit
 
     events = conn.execute("SELECT review_id, event, actor, data, at FROM hitl_events WHERE thread_id = %s ORDER BY seq",
                           (source,)).fetchall()
     head = conn.execute("SELECT seq, hash FROM hitl_audit_head WHERE id = 1").fetchone()
-    seq, prev = head if head else (0, audit.GENESIS)
-    with conn.cursor().copy("COPY hitl_events (seq, thread_id, review_id, event, actor, data, at, prev_hash, hash) "
+    seq, anchor = head if head else (0, audit.GENESIS)
+    heads: list[tuple[str, int, str]] = []
+    with conn.cursor().copy("COPY hitl_events (seq, thread_id, review_id, event, actor, data, at, prev_hash, hash, anchor) "
                             "FROM STDIN") as copy:
         for _, tid, shift in ids:
-            for review_id, event, actor, data, at in events:
+            prev = audit.GENESIS
+            for place, (review_id, event, actor, data, at) in enumerate(events, 1):
                 seq += 1
                 when = at + shift
-                digest = audit.entry_hash(prev, seq, tid, review_id, event, actor, data, when, key)
-                copy.write_row((seq, tid, review_id, event, actor, data, when, prev, digest))
+                digest = audit.entry_hash(prev, place, tid, review_id, event, actor, data, when, key)
+                anchor = audit.anchor_hash(anchor, seq, digest)
+                copy.write_row((seq, tid, review_id, event, actor, data, when, prev, digest, anchor))
                 prev = digest
-    conn.execute("UPDATE hitl_audit_head SET seq = %s, hash = %s WHERE id = 1", (seq, prev))
+            heads.append((tid, len(events), prev))
+    with conn.cursor().copy("COPY hitl_audit_threads (thread_id, n, hash) FROM STDIN") as copy:
+        for row in heads:
+            copy.write_row(row)
+    conn.execute("UPDATE hitl_audit_head SET seq = %s, hash = %s WHERE id = 1", (seq, anchor))

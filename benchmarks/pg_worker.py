@@ -12,7 +12,8 @@ Kinds (`spec["kind"]`):
   it takes another. Every process shares one queue, as a pool of workers does.
 - `plain`: plain LangGraph on `PostgresSaver` (one connection, as its docs set it up), the same
   graph shape and durability, starting and resuming its own threads (it has no queue to share).
-- `audit`: append one audit entry per transaction (`ledger.add_events`) to the one global chain,
+- `audit`: append one audit entry per transaction (`ledger.add_events`) to its own thread's chain,
+  numbered into the global one by the database (`storage/postgres/audit.py`),
   flushed to disk before the next (`store.flush()`), as a decision's entry is; `cycles` counts
   appends.
 - `insert`: one plain row per transaction into an unchained table: the server's commit rate with

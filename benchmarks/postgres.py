@@ -11,8 +11,8 @@ full page writes), and stopped at the end. Each part gets a database of its own 
   processes' CPU seconds, the server's, the machine's, and samples of what the sessions wait on
   (`pg_probe`). Afterwards every decision is checked: won once, decided once, applied, its step run
   once, nothing left decided or running.
-- **Audit chain under contention**: appends per second with N processes appending at once to the
-  one global chain, next to N processes committing one unchained row each (the server's commit
+- **Audit chain under contention**: appends per second with N processes appending at once, each to
+  its own thread (numbered into the global chain by the database, under its lock), next to N processes committing one unchained row each (the server's commit
   rate, the ceiling); then `verify` walks the chain.
 - **Listing and resuming** at 1k / 10k / 100k paused threads (`pg_listing`).
 """

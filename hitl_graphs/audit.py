@@ -93,6 +93,19 @@ def content_hash(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
+def anchor_hash(prev: str, seq: int, digest: str) -> str:
+    """The global chain's link over an entry linked within its thread (`verify`'s `anchors`): it
+    commits to the previous anchor (or, before the first one, the previous entry's hash), the
+    entry's place in the log and its hash. Simple enough for a database to compute while it numbers
+    the entry (PostgreSQL does, `storage.postgres.audit`), so the global order is bound without a
+    writer reading the log's head first.
+
+    Example:
+        >>> len(anchor_hash(GENESIS, 1, "ab" * 32))
+        64"""
+    return hashlib.sha256(f"{prev}:{seq}:{digest}".encode()).hexdigest()
+
+
 @functools.lru_cache(maxsize=8)
 def key_id(key: bytes) -> str:
     """8 hex digits naming a key without revealing it, so a wrong key is told from an edit.
@@ -251,7 +264,8 @@ def decision_of(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in ("by", "original")}
 
 
-def recorded_decision(row: Row | None, key: bytes | None, *, keyed_before: bool) -> dict[str, Any] | None:
+def recorded_decision(row: Row | None, key: bytes | None, *, keyed_before: bool,
+                      position: int | None = None) -> dict[str, Any] | None:
     """The decision a review's latest `decided` entry (`row`) records, if the entry is intact
     (None otherwise).
 
@@ -261,12 +275,16 @@ def recorded_decision(row: Row | None, key: bytes | None, *, keyed_before: bool)
     was forged.
 
     Raises:
-        AuditKeyError: the entry is keyed and `key` is missing or another one."""
+        AuditKeyError: the entry is keyed and `key` is missing or another one.
+
+    `position`: for an entry linked within its thread (see `verify`'s `anchors`), its place in the
+    thread's entries (1 for the first), which its hash covers in place of `seq`."""
     if row is None or (key is not None and keyed_before and _kid(row[8]) is None):
         return None
     seq, tid, rid, event, actor, data, at, prev_hash, digest = row
     check_key(digest, key)
-    if entry_hash(prev_hash, seq, tid, rid, event, actor, data, at, key if _kid(digest) else None) != digest:
+    if entry_hash(prev_hash, seq if position is None else position, tid, rid, event, actor, data, at,
+                  key if _kid(digest) else None) != digest:
         return None
     return decision_of(json.loads(data))
 
@@ -280,6 +298,7 @@ def verify(
     payloads: Iterable[tuple[str, str, Any]] = (),
     key: bytes | None = None,
     expect_heads: Sequence[AuditHead] = (),
+    anchors: Mapping[int, str] | None = None,
 ) -> AuditReport:
     """Walk the whole chain (`rows`, in order) and report the first entry that was edited, deleted
     or reordered, a missing or wrong head, a thread or a ledger decision the log does not record
@@ -288,6 +307,13 @@ def verify(
     one its `review_requested` entry committed to (`payloads`: `(thread_id, review_id, payload)`
     of every review), or a head kept elsewhere (`expect_heads`) that is no longer in the log. Keyed entries are checked with `key` (reported as unverifiable without
     it); with `key`, at least one entry must be keyed. Each store reads its rows and calls this.
+
+    `anchors` (seq -> anchor) marks the entries linked within their thread, for a store whose
+    writers do not wait for one another (PostgreSQL): such an entry's `prev_hash` is its thread's
+    previous entry's hash (the genesis hash for the first), its hash covers its place in the thread
+    instead of `seq`, and its anchor (`anchor_hash` of the previous anchor, `seq` and its hash)
+    binds it into the one global chain; the log's head and the heads kept elsewhere are anchors.
+    Once one entry is anchored every later one must be.
 
     Example:
         >>> rows = chain(None, "t1", [Event("started"), Event("decided", actor="ana")], 1.0, None)
@@ -307,13 +333,21 @@ def verify(
     logged: set[str] = set()
     decided: dict[tuple[str, str], dict[str, Any]] = {}
     asked: dict[tuple[str, str], str] = {}  # the payload hash each review_requested entry commits to
+    threads_at: dict[str, tuple[int, str]] = {}  # each thread's entry count and last hash, for anchored entries
+    anchored_from: int | None = None
 
     def broken(seq: int | None, problem: str) -> AuditReport:
         return AuditReport(False, checked, prev, seq, problem, expected_seq - 1, keyed_from is not None and key is not None,
                            keyed_from)
 
     for seq, thread_id, review_id, event, actor, data, at, prev_hash, digest in rows:
-        if prev_hash != prev or seq != expected_seq:
+        anchor = anchors.get(seq) if anchors is not None else None
+        count, thread_prev = threads_at.get(thread_id, (0, GENESIS))
+        link, place = (thread_prev, count + 1) if anchor is not None else (prev, seq)
+        if anchor is None and anchored_from is not None:
+            return broken(seq, f"entry {seq} is not anchored though entries before it are: it was written or "
+                               "rewritten outside the log's writers")
+        if prev_hash != link or seq != expected_seq:
             return broken(seq, f"entry {seq} does not follow entry {expected_seq - 1}: an entry was deleted or reordered"
                           if seq != expected_seq else
                           f"entry {seq} does not link to the entry before it: entries were reordered or rewritten")
@@ -329,8 +363,15 @@ def verify(
                 return broken(seq, f"entry {seq} is keyed with another key (id {kid}) than the {KEY_ENV} given "
                                    f"(id {want}): a wrong key, or entries forged with a key of their own")
         if (kid is None or key is not None) and \
-                entry_hash(prev_hash, seq, thread_id, review_id, event, actor, data, at, key if kid else None) != digest:
+                entry_hash(prev_hash, place, thread_id, review_id, event, actor, data, at, key if kid else None) != digest:
             return broken(seq, f"entry {seq} was edited: its content no longer matches its hash")
+        threads_at[thread_id] = (count + 1, digest)
+        if anchor is not None:
+            anchored_from = anchored_from or seq
+            digest = anchor_hash(prev, seq, digest)
+            if anchor != digest:
+                return broken(seq, f"entry {seq}'s anchor does not follow the entries before it: entries were "
+                                   "deleted, reordered or rewritten")
         logged.add(thread_id)
         if event == "decided" and review_id is not None:
             decided[(thread_id, review_id)] = decision_of(json.loads(data))
@@ -381,12 +422,15 @@ def verify(
                        kept_heads=len(expect_heads))
 
 
-def export(rows: Iterable[Row], out: TextIO, *, payloads: Mapping[tuple[str, str], Any] | None = None) -> int:
+def export(rows: Iterable[Row], out: TextIO, *, payloads: Mapping[tuple[str, str], Any] | None = None,
+           anchors: Mapping[int, str] | None = None) -> int:
     """Write entries as JSON Lines (one entry per line, with its hashes); returns the count.
 
     Each entry's `data` is written as stored (what its hash covers). A `review_requested` entry
     also gets the payload the ledger holds (`payloads`, by thread and review id) beside it, as
-    `payload`: its `content_hash` is the entry's `data.payload_hash` unless the ledger was edited."""
+    `payload`: its `content_hash` is the entry's `data.payload_hash` unless the ledger was edited.
+    An entry linked within its thread (`verify`'s `anchors`) also gets its `anchor`: what a head
+    kept elsewhere names."""
     count = 0
     for seq, tid, review_id, event, actor, data, at, prev_hash, digest in rows:
         line = {"seq": seq, "thread_id": tid, "review_id": review_id, "event": event, "actor": actor,
@@ -394,6 +438,8 @@ def export(rows: Iterable[Row], out: TextIO, *, payloads: Mapping[tuple[str, str
         if payloads is not None and event == "review_requested" and review_id is not None \
                 and "payload" not in line["data"] and (tid, review_id) in payloads:
             line["payload"] = payloads[(tid, review_id)]
+        if anchors is not None and seq in anchors:
+            line["anchor"] = anchors[seq]
         out.write(json.dumps(line) + "\n")
         count += 1
     return count

@@ -23,6 +23,7 @@ from langgraph.types import interrupt
 from hitl_graphs import Approve, Runner, Workflow
 from hitl_graphs.audit import content_hash
 from hitl_graphs.storage import open_store
+from hitl_graphs.storage.postgres.schema import SCHEMA_VERSION as PG_SCHEMA_VERSION
 from hitl_graphs.storage.sqlite.schema import SCHEMA_VERSION
 from tests.conftest import hitl
 from tests.workflows import WORKFLOWS
@@ -139,7 +140,7 @@ def test_a_database_from_before_upgrades_and_recovers_from_an_input_in_its_log(
         new = runner.start("doc", {"document": DOCUMENT})
         assert runner.resume(new.thread_id, Approve(actor="ana")).state["published"] is True
         assert runner.audit_verify().ok
-    version = str(SCHEMA_VERSION) if backend == "sqlite" else "4"
+    version = str(SCHEMA_VERSION if backend == "sqlite" else PG_SCHEMA_VERSION)
     assert _sql(backend, location, "SELECT value FROM hitl_meta WHERE key = 'schema_version'") == [(version,)]
 
 

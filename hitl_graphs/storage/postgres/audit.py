@@ -1,18 +1,35 @@
 """The audit log's SQL on PostgreSQL: appends inside the caller's transaction, reads for verify.
 
-The chain's rules are backend-neutral (`hitl_graphs.audit`). One global chain means one writer at a
-time: an append takes a transaction-level advisory lock before it reads the head, so two
-transactions never extend the same head (with an empty log there is no head row to lock with
-`FOR UPDATE`). The lock is released at commit or rollback, and the commit does not wait for the
-disk while holding it: the transaction commits with `synchronous_commit = off` and is flushed
-after (`commits`), so appends from many workers share flushes instead of taking one each. Since
-the lock is held until the commit is visible, `seq` order is commit order.
+The chain's rules are backend-neutral (`hitl_graphs.audit`). Here an entry links to the previous
+entry of its own thread, so appends to different threads never wait for one another, and the
+database binds every entry into the one global chain while it numbers it: its `anchor` is
+`audit.anchor_hash` of the previous anchor, its `seq` and its hash, computed by the SQL function
+`hitl_audit_append` (`schema`) under a transaction-level advisory lock.
+
+Two locks, and how long each is held:
+
+- the thread's (an advisory lock keyed by the thread id's hash), taken with the read of the
+  thread's last entry (`hitl_audit_threads`) in one round trip, then held until the commit: two
+  transactions never extend the same thread's head;
+- the global one, taken by `hitl_audit_append`, which is sent in the same round trip as the
+  COMMIT (`commits.tail`): it is held while the server numbers the entries and commits, never
+  while a client process waits for a core. With many processes on few cores, a client holding a
+  lock across round trips is often descheduled and every other writer queues behind it (a
+  convoy that grows with the number of processes); a lock held only inside the server is not.
+
+The global lock is held until the commit is visible, so `seq` order is still commit order
+(`events_after`'s cursor relies on it). The commit does not wait for the disk while holding it:
+the transaction commits with `synchronous_commit = off` and is flushed after (`commits`).
+
+Entries written before schema 5 have no anchor: they form the old global chain (each linked to
+the entry before it), and the first anchored entry's anchor follows the last of them.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Final, TextIO
 
 import psycopg
@@ -21,40 +38,68 @@ from psycopg_pool import ConnectionPool
 
 from hitl_graphs import audit
 from hitl_graphs.audit import AuditHead, AuditReport, Event, Row
+from hitl_graphs.storage.postgres.commits import tail
 
-#: The advisory lock an append holds until its transaction ends: b"hitl" high, 2 ("audit") low.
+#: The advisory lock `hitl_audit_append` holds until its transaction ends: b"hitl" high, 2 ("audit") low.
 AUDIT_LOCK_KEY: Final[int] = (0x6869746C << 32) | 2
+#: The first key of a thread's advisory lock (`pg_advisory_xact_lock(int, int)`: a space of its own),
+#: the second being `hashtext(thread_id)`; two threads sharing a hash only wait for each other.
+THREAD_LOCK_KEY: Final[int] = 0x6869746C
+#: SQLSTATEs `hitl_audit_append` raises: the log is keyed with another key (message: the last
+#: entry's hash); the head row is gone though the log has entries (message: their count).
+KEYED_STATE: Final[str] = "HT001"
+NO_HEAD_STATE: Final[str] = "HT002"
 _COLUMNS = "seq, thread_id, review_id, event, actor, data, at, prev_hash, hash"
-_APPEND = (  # the entries and the head row in one statement: one round trip under the lock
-    f"WITH added AS (INSERT INTO hitl_events ({_COLUMNS}) SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[], "
-    "%s::text[], %s::text[], %s::text[], %s::float8[], %s::text[], %s::text[])) "
-    "INSERT INTO hitl_audit_head (id, seq, hash) VALUES (1, %s, %s) "
-    "ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash"
-)
+_APPEND = ("SELECT hitl_audit_append(%s::text[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], "
+           "%s::float8[], %s::text[], %s::text[], %s)")
+
+
+@dataclass
+class _Appends:
+    """The entries a transaction appends, sent with its COMMIT (`commits.Tail`)."""
+
+    key: bytes | None
+    heads: dict[str, tuple[int, str]] = field(default_factory=dict)  # each thread's count and last hash, as appended
+    rows: list[Row] = field(default_factory=list)  # seq: the entry's place in its thread
+
+    def sql(self, c: psycopg.Connection[DictRow]) -> str:
+        columns = [list(column) for column in zip(*self.rows)]
+        kid = audit.key_id(self.key) if self.key is not None else None
+        with psycopg.ClientCursor(c) as cur:
+            return cur.mogrify(_APPEND, [columns[1], columns[0], *columns[2:], kid])
+
+    def failed(self, error: psycopg.Error) -> None:
+        diag = error.diag
+        if error.sqlstate == KEYED_STATE:
+            audit.check_key(diag.message_primary or "", self.key)
+        if error.sqlstate == NO_HEAD_STATE:
+            raise audit.missing_head(int(diag.message_primary or 0)) from None
 
 
 def append(c: psycopg.Connection[DictRow], thread_id: str, events: Iterable[Event], now: float, key: bytes | None) -> None:
-    """Append events after the current head; call inside the transaction of the change they record,
-    as its last statement, so that the lock is held for as little as possible: two round trips
-    (the lock and the head in one pipeline; the entries and the head row in one statement), then
-    the commit, which releases it without waiting for the disk (`commits`).
+    """Append events after the thread's last entry; call inside a `commits.transaction`, after
+    the rows the thread's lock order puts first (reviews, then the thread), as the change's last
+    statement. One round trip (the thread's lock and its last entry), none for a thread this
+    transaction appended to already; the entries go with the COMMIT (see the module's docstring).
 
     Raises:
-        AuditKeyError: the log is keyed and `key` is missing or another one.
-        AuditError: the head row is gone though the log has entries (nothing is written).
+        AuditKeyError: the log is keyed and `key` is missing or another one (here, or at commit).
+        AuditError: the head row is gone though the log has entries (at commit; nothing is written).
     """
     events = list(events)
     if not events:
         return
-    with c.pipeline():  # the head is read after the lock is granted: a statement of its own, its own snapshot
-        c.execute("SELECT pg_advisory_xact_lock(%s)", (AUDIT_LOCK_KEY,))
-        got = c.execute("SELECT seq, hash FROM hitl_audit_head WHERE id = 1")
-    head = got.fetchone()
-    rows = audit.chain((head["seq"], head["hash"]) if head else None, thread_id, events, now, key)
-    if head is None and c.execute("SELECT 1 FROM hitl_events LIMIT 1").fetchone() is not None:
-        count = c.execute("SELECT count(*) AS n FROM hitl_events").fetchone()
-        raise audit.missing_head(int(count["n"]) if count else 0)
-    c.execute(_APPEND, [list(column) for column in zip(*rows)] + [rows[-1][0], rows[-1][8]])
+    pending = tail(c, "audit", lambda: _Appends(key))
+    head = pending.heads.get(thread_id)
+    if head is None:
+        with c.pipeline():  # the head is read after the lock is granted: a statement of its own, its own snapshot
+            c.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (THREAD_LOCK_KEY, thread_id))
+            got = c.execute("SELECT n, hash FROM hitl_audit_threads WHERE thread_id = %s", (thread_id,))
+        row = got.fetchone()
+        head = (int(row["n"]), str(row["hash"])) if row else None
+    rows = audit.chain(head, thread_id, events, now, key)
+    pending.rows.extend(rows)
+    pending.heads[thread_id] = (rows[-1][0], rows[-1][8])
 
 
 def _row(r: DictRow) -> Row:
@@ -71,26 +116,30 @@ class PostgresAudit:
     def head(self) -> AuditHead:
         """The log's last entry, checked against the head row (see `audit.check_head`)."""
         with self.pool.connection() as c, c.transaction():
-            last = c.execute("SELECT seq, hash FROM hitl_events ORDER BY seq DESC LIMIT 1").fetchone()
+            last = c.execute("SELECT seq, coalesce(anchor, hash) AS hash FROM hitl_events ORDER BY seq DESC LIMIT 1").fetchone()
             row = c.execute("SELECT seq, hash FROM hitl_audit_head WHERE id = 1").fetchone()
         return audit.check_head((last["seq"], last["hash"]) if last else None, (row["seq"], row["hash"]) if row else None)
 
     def recorded_decision(self, thread_id: str, review_id: str) -> dict[str, Any] | None:
         """The decision the log records for a review, if its entry is intact (`audit.recorded_decision`)."""
         with self.pool.connection() as c:
-            got = c.execute(
-                f"SELECT {_COLUMNS} FROM hitl_events WHERE thread_id = %s AND review_id = %s AND event = 'decided' "
-                "ORDER BY seq DESC LIMIT 1", (thread_id, review_id)).fetchone()
+            got = c.execute(  # an anchored entry's hash covers its place in the thread
+                f"SELECT {_COLUMNS}, CASE WHEN e.anchor IS NOT NULL THEN (SELECT count(*) FROM hitl_events t "
+                "WHERE t.thread_id = e.thread_id AND t.seq <= e.seq) END AS place FROM hitl_events e "
+                "WHERE thread_id = %s AND review_id = %s AND event = 'decided' ORDER BY seq DESC LIMIT 1",
+                (thread_id, review_id)).fetchone()
             keyed_before = got is not None and self.key is not None and c.execute(
                 "SELECT 1 FROM hitl_events WHERE seq < %s AND left(hash, 5) = 'hmac:' LIMIT 1", (got["seq"],)
             ).fetchone() is not None
-        return audit.recorded_decision(_row(got) if got else None, self.key, keyed_before=keyed_before)
+        return audit.recorded_decision(_row(got) if got else None, self.key, keyed_before=keyed_before,
+                                       position=got["place"] if got else None)
 
     def verify(self, *, expect_heads: Sequence[AuditHead] = ()) -> AuditReport:
         """Walk the whole chain with the store's key (see `audit.verify`), from one snapshot."""
         with self.pool.connection() as c, c.transaction():
             c.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            rows = [_row(r) for r in c.execute(f"SELECT {_COLUMNS} FROM hitl_events ORDER BY seq")]
+            got = c.execute(f"SELECT {_COLUMNS}, anchor FROM hitl_events ORDER BY seq").fetchall()
+            rows, anchors = [_row(r) for r in got], {r["seq"]: r["anchor"] for r in got if r["anchor"] is not None}
             head = c.execute("SELECT seq, hash FROM hitl_audit_head WHERE id = 1").fetchone()
             reviews = c.execute(
                 "SELECT thread_id, review_id, status, decision FROM hitl_reviews WHERE status IN ('decided', 'applied') "
@@ -101,20 +150,21 @@ class PostgresAudit:
             rows, (head["seq"], head["hash"]) if head else None, threads=threads,
             reviews=[(r["thread_id"], r["review_id"], r["status"], _json(r["decision"])) for r in reviews],
             payloads=((r["thread_id"], r["review_id"], json.loads(r["request"]).get("payload")) for r in requests),
-            key=self.key, expect_heads=expect_heads,
+            key=self.key, expect_heads=expect_heads, anchors=anchors,
         )
 
     def export(self, out: TextIO, *, thread_id: str | None = None) -> int:
         """Write the log (or one thread's entries) as JSON Lines; returns the count."""
         args: tuple[str, ...]
-        sql, args, requests = f"SELECT {_COLUMNS} FROM hitl_events", (), "SELECT thread_id, review_id, request FROM hitl_reviews"
+        sql, args, requests = f"SELECT {_COLUMNS}, anchor FROM hitl_events", (), "SELECT thread_id, review_id, request FROM hitl_reviews"
         if thread_id is not None:
             sql, args, requests = sql + " WHERE thread_id = %s", (thread_id,), requests + " WHERE thread_id = %s"
         with self.pool.connection() as c, c.transaction():
-            rows = [_row(r) for r in c.execute(sql + " ORDER BY seq", args)]
+            got = c.execute(sql + " ORDER BY seq", args).fetchall()
             shown = {(r["thread_id"], r["review_id"]): json.loads(r["request"]).get("payload")
                      for r in c.execute(requests, args)}
-        return audit.export(rows, out, payloads=shown)
+        return audit.export([_row(r) for r in got], out, payloads=shown,
+                            anchors={r["seq"]: r["anchor"] for r in got if r["anchor"] is not None})
 
 
 def _json(text: str | None) -> dict[str, Any] | None:

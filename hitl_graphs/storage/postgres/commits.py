@@ -30,10 +30,10 @@ flushing up to the WAL's current end makes it durable.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
-from typing import Any, Final, cast
+from typing import Any, Final, Protocol, TypeVar, cast
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -60,22 +60,64 @@ def flush(c: Conn) -> None:
     c.execute(FLUSH_SQL)
 
 
+class Tail(Protocol):
+    """Statements a transaction sends in its COMMIT's round trip, just before COMMIT (`tail`).
+
+    What they lock is then held only while the server runs them and commits: never while the
+    client process waits for a core, which on a busy machine is what makes a lock held across round
+    trips a convoy (the audit chain's, `audit`)."""
+
+    def sql(self, c: Conn) -> str:
+        """The statements, parameters bound (they go by the simple query protocol)."""
+
+    def failed(self, error: psycopg.Error) -> None:
+        """Raise what `error` (from these statements or the COMMIT) means to the caller, if
+        anything more than itself; the transaction is rolled back."""
+
+
+T = TypeVar("T", bound=Tail)
+_TAILS: dict[int, dict[str, Tail]] = {}
+
+
+def tail(c: Conn, name: str, make: Callable[[], T]) -> T:
+    """The transaction's tail called `name` (made on first use); only inside `transaction`."""
+    tails = _TAILS.get(id(c))
+    if tails is None:
+        raise RuntimeError("a commit tail needs a transaction opened by commits.transaction")
+    got = tails.get(name)
+    if got is None:
+        got = tails[name] = make()
+    return cast(T, got)
+
+
 @contextmanager
 def transaction(pool: ConnectionPool[Conn], *, durable: bool) -> Iterator[Conn]:
     """One transaction on a pooled connection that releases its locks at commit without waiting
     for the disk; with `durable`, flushed before this returns (after its locks are released).
 
-    BEGIN and the setting go in one round trip, as do COMMIT and the flush.
+    BEGIN and the setting go in one round trip, as do the tails (`tail`), COMMIT and the flush.
     """
     with pool.connection() as c:
         _simple(c, "BEGIN; SET LOCAL synchronous_commit = off")
+        tails: dict[str, Tail] = {}
+        _TAILS[id(c)] = tails
         try:
             yield c
+            before = "".join(f"{t.sql(c)}; " for t in tails.values())
         except BaseException:
             with suppress(psycopg.Error):  # a broken connection: the pool discards it
                 c.execute("ROLLBACK")
             raise
-        _simple(c, f"COMMIT; {FLUSH_SQL}" if durable else "COMMIT")
+        finally:
+            _TAILS.pop(id(c), None)
+        try:
+            _simple(c, f"{before}COMMIT; {FLUSH_SQL}" if durable else f"{before}COMMIT")
+        except psycopg.Error as error:
+            with suppress(psycopg.Error):  # a failed statement left the transaction aborted
+                c.execute("ROLLBACK")
+            for t in tails.values():
+                t.failed(error)
+            raise
 
 
 def _simple(c: Conn, sql: str) -> None:

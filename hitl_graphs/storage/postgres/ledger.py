@@ -9,8 +9,8 @@ The same promises as SQLite's ledger (`hitl_graphs.storage.base.LedgerStore`; th
   won in the same transaction to say so. A person and the deadline sweep are told apart by the
   deadline rule in that same WHERE, so they cannot both win either.
 - A thread is taken with `SELECT ... FOR UPDATE` on its row, so two runs cannot both take it.
-- Rows are locked in one order (reviews, then the thread, then the audit head) so that
-  transactions wait for each other rather than deadlock.
+- Rows are locked in one order (reviews, then the thread, then the thread's audit lock, and at
+  commit the audit chain's: `audit`) so that transactions wait for each other rather than deadlock.
 - Leases are written and compared on the database's clock (`queue.DB_NOW`), not the worker's:
   the runtime passes `lease_until` on its own clock, and only the length (`lease_until - now`)
   is kept, added to the server's `clock_timestamp()`. Machines whose clocks disagree by minutes

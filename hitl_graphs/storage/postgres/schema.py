@@ -19,6 +19,7 @@ import psycopg
 from psycopg.rows import DictRow
 
 from hitl_graphs.errors import ConfigError, SchemaVersionError
+from hitl_graphs.storage.postgres.audit import AUDIT_LOCK_KEY, KEYED_STATE, NO_HEAD_STATE
 from hitl_graphs.storage.postgres.connection import redact
 
 LEDGER = """
@@ -150,10 +151,61 @@ CREATE TABLE IF NOT EXISTS hitl_inputs (
 );
 """
 
-MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, LEDGER), (2, TOKENS), (3, WEBHOOKS), (4, INPUTS))
-"""(version, DDL) in order. 1: every table SQLite's schema 3 has; 2: API tokens (their hashes);
+_APPEND_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION hitl_audit_append(p_thread TEXT[], p_n BIGINT[], p_review TEXT[], p_event TEXT[],
+    p_actor TEXT[], p_data TEXT[], p_at DOUBLE PRECISION[], p_prev TEXT[], p_hash TEXT[], p_kid TEXT)
+RETURNS BIGINT LANGUAGE plpgsql AS $fn$
+DECLARE
+    s BIGINT;
+    a TEXT;
+    last_hash TEXT;
+BEGIN
+    INSERT INTO hitl_audit_threads (thread_id, n, hash)
+    SELECT DISTINCT ON (t) t, n, h FROM unnest(p_thread, p_n, p_hash) WITH ORDINALITY AS x(t, n, h, o) ORDER BY t, o DESC
+    ON CONFLICT (thread_id) DO UPDATE SET n = EXCLUDED.n, hash = EXCLUDED.hash;
+    PERFORM pg_advisory_xact_lock({AUDIT_LOCK_KEY});
+    SELECT seq, hash INTO s, a FROM hitl_audit_head WHERE id = 1;
+    IF NOT FOUND THEN
+        IF EXISTS (SELECT 1 FROM hitl_events) THEN
+            RAISE EXCEPTION USING ERRCODE = '{NO_HEAD_STATE}', MESSAGE = (SELECT count(*) FROM hitl_events)::TEXT;
+        END IF;
+        s := 0;
+        a := repeat('0', 64);
+    ELSE
+        SELECT hash INTO last_hash FROM hitl_events WHERE seq = s;
+        IF left(last_hash, 5) = 'hmac:' AND (p_kid IS NULL OR substr(last_hash, 6, 8) <> p_kid) THEN
+            RAISE EXCEPTION USING ERRCODE = '{KEYED_STATE}', MESSAGE = last_hash;
+        END IF;
+    END IF;
+    FOR i IN 1 .. coalesce(array_length(p_hash, 1), 0) LOOP
+        s := s + 1;
+        a := encode(sha256(convert_to(a || ':' || s || ':' || p_hash[i], 'UTF8')), 'hex');
+        INSERT INTO hitl_events (seq, thread_id, review_id, event, actor, data, at, prev_hash, hash, anchor)
+        VALUES (s, p_thread[i], p_review[i], p_event[i], p_actor[i], p_data[i], p_at[i], p_prev[i], p_hash[i], a);
+    END LOOP;
+    INSERT INTO hitl_audit_head (id, seq, hash) VALUES (1, s, a)
+    ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash;
+    RETURN s;
+END
+$fn$
+"""
+
+THREAD_CHAINS: Final[tuple[str, ...]] = (
+    "ALTER TABLE hitl_events ADD COLUMN IF NOT EXISTS anchor TEXT",
+    "CREATE TABLE IF NOT EXISTS hitl_audit_threads (thread_id TEXT PRIMARY KEY, n BIGINT NOT NULL, hash TEXT NOT NULL)",
+    "INSERT INTO hitl_audit_threads (thread_id, n, hash) SELECT thread_id, count(*), (array_agg(hash ORDER BY seq DESC))[1] "
+    "FROM hitl_events GROUP BY thread_id ON CONFLICT (thread_id) DO NOTHING",
+    _APPEND_FUNCTION,
+)
+
+MIGRATIONS: Final[tuple[tuple[int, str | tuple[str, ...]], ...]] = (
+    (1, LEDGER), (2, TOKENS), (3, WEBHOOKS), (4, INPUTS), (5, THREAD_CHAINS))
+"""(version, DDL) in order: a script of `;`-separated statements, or the statements themselves (a
+function's body holds `;`). 1: every table SQLite's schema 3 has; 2: API tokens (their hashes);
 3: webhooks, their cursors and the delivery log; 4: run inputs kept outside the audit log until
-the first checkpoint (SQLite's 6)."""
+the first checkpoint (SQLite's 6); 5: audit entries linked within their thread and anchored into
+the global chain by the database (`audit`): each entry's anchor, each thread's last entry, and
+the function that appends."""
 
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 
@@ -188,7 +240,7 @@ def apply(conn: psycopg.Connection[DictRow], url: str) -> None:
         refuse_newer(version, url)
         for step, ddl in MIGRATIONS:
             if version is None or step > version:
-                for statement in ddl.split(";"):  # one at a time: a prepared statement holds one
+                for statement in ddl.split(";") if isinstance(ddl, str) else ddl:  # one at a time: a prepared statement holds one
                     if statement.strip():
                         conn.execute(statement)
         conn.execute(
