@@ -6,7 +6,7 @@ then copied under new thread ids with SQL, in one transaction: LangGraph's `chec
 
 - the thread id, in every row, and inside the review request JSON (`hitl_reviews.request`);
 - the ledger's timestamps, spread so the copies are listed oldest first, like real ones;
-- the audit log's hash chain, when the ledger keeps one (`hitl_events.prev_hash`/`hash`):
+- the audit log's hash chain, when the ledger keeps one (`hitl_events.hash`, packed as the store packs it):
   recomputed entry by entry so `audit.verify` still passes.
 
 Checkpoint ids stay the same in every copy: they are per thread in LangGraph's tables, and the
@@ -27,7 +27,7 @@ from typing import Any
 
 # ledger columns holding a time: shifted per copy so the copies are ordered like real threads
 _TIME_COLUMNS = {"created_at", "updated_at", "at"}
-_CHAINED_EVENT_COLUMNS = {"seq", "thread_id", "review_id", "event", "actor", "data", "at", "prev_hash", "hash"}
+_CHAINED_EVENT_COLUMNS = {"seq", "thread_id", "review_id", "event", "actor", "data", "at", "hash"}  # schema 7 on
 
 
 def populate(db: str, n: int, *, workflow: Any, input: dict[str, Any], dt: float = 0.001) -> dict[str, Any]:
@@ -77,10 +77,11 @@ def copy_thread(db: str, source: str, count: int, *, dt: float = 0.001) -> int:
             for col in keep:
                 if col == "thread_id":
                     select.append("b.tid")
-                elif table == "hitl_reviews" and col == "request":
+                elif table == "hitl_reviews" and col == "request":  # a packed request (schema 7) holds neither
                     select.append(
-                        "json_set(s.request, '$.thread_id', b.tid, '$.created_at', "
-                        "strftime('%Y-%m-%dT%H:%M:%fZ', s.created_at + b.shift, 'unixepoch'))"
+                        "CASE WHEN s.request LIKE '{\"review_id\"%' THEN json_set(s.request, '$.thread_id', b.tid, "
+                        "'$.created_at', strftime('%Y-%m-%dT%H:%M:%fZ', s.created_at + b.shift, 'unixepoch')) "
+                        "ELSE s.request END"
                     )
                 elif table.startswith("hitl_") and col in _TIME_COLUMNS:
                     select.append(f"s.{col} + b.shift")
@@ -105,6 +106,7 @@ def copy_thread(db: str, source: str, count: int, *, dt: float = 0.001) -> int:
 def _copy_chained_events(conn: sqlite3.Connection, source: str, ids: list[tuple[int, str, float]], names: list[str]) -> None:
     """Append the source's events for every copy, extending the audit hash chain."""
     from hitl_graphs import audit
+    from hitl_graphs.storage.sqlite.packing import pack_hash
 
     events = conn.execute(
         "SELECT review_id, event, actor, data, at FROM hitl_events WHERE thread_id = ? ORDER BY seq", (source,)
@@ -117,11 +119,10 @@ def _copy_chained_events(conn: sqlite3.Connection, source: str, ids: list[tuple[
             seq += 1
             when = at + shift
             digest = audit.entry_hash(prev, seq, tid, review_id, event, actor, data, when)
-            rows.append((seq, tid, review_id, event, actor, data, when, prev, digest))
+            rows.append((seq, tid, review_id, event, actor, data, when, pack_hash(digest)))
             prev = digest
     conn.executemany(
-        "INSERT INTO hitl_events (seq, thread_id, review_id, event, actor, data, at, prev_hash, hash) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO hitl_events (seq, thread_id, review_id, event, actor, data, at, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
     conn.execute("INSERT OR REPLACE INTO hitl_audit_head (id, seq, hash) VALUES (1, ?, ?)", (seq, prev))
