@@ -7,46 +7,19 @@ import json
 import sqlite3
 import uuid
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command, interrupt
+from langgraph.types import Command
 
+from benchmarks.large import document_graph  # the user-shaped graph figure 8 measures
 from hitl_graphs import Approve, Runner, SqliteStore, Workflow
 from hitl_graphs.audit import GENESIS
 from tests.conftest import hitl
 from tests.workflows import WORKFLOWS
 
 KEY = "a-long-random-secret-for-the-upgrade-test"
-
-
-class Doc(TypedDict, total=False):
-    document: str
-    summary: str
-    answer: Any
-    published: bool
-
-
-def _doc_graph() -> StateGraph[Any]:
-    """draft -> ask (interrupt) -> publish, as a user writes it (benchmarks/large.py's graph)."""
-
-    def draft(state: Doc) -> Doc:
-        return {"summary": f"{len(state['document'])} characters, starting: {state['document'][:80]}"}
-
-    def ask(state: Doc) -> Doc:
-        return {"answer": interrupt({"summary": state["summary"], "question": "publish this document?"})}
-
-    graph = StateGraph(Doc)
-    graph.add_node("draft", draft)
-    graph.add_node("ask", ask)
-    graph.add_node("publish", lambda state: {"published": True})
-    graph.add_edge(START, "draft")
-    graph.add_edge("draft", "ask")
-    graph.add_edge("ask", "publish")
-    graph.add_edge("publish", END)
-    return graph
 
 
 def _pages(db: str) -> int:
@@ -67,7 +40,7 @@ def test_a_finished_thread_keeps_at_most_2kb_more_than_plain_langgraph(tmp_path:
     conn = sqlite3.connect(plain_db, check_same_thread=False)
     saver = SqliteSaver(conn)
     saver.setup()
-    app = _doc_graph().compile(checkpointer=saver)
+    app = document_graph().compile(checkpointer=saver)
     plain_empty = _pages(plain_db)
     for _ in range(n):
         config = {"configurable": {"thread_id": uuid.uuid4().hex}}
@@ -76,7 +49,7 @@ def test_a_finished_thread_keeps_at_most_2kb_more_than_plain_langgraph(tmp_path:
     conn.close()
     plain = (_pages(plain_db) - plain_empty) / n
 
-    with Runner(SqliteStore(ours_db), [Workflow("doc", _doc_graph, durability="exit")], owns_store=True) as runner:
+    with Runner(SqliteStore(ours_db), [Workflow("doc", document_graph, durability="exit")], owns_store=True) as runner:
         ours_empty = _pages(ours_db)
         for _ in range(n):
             paused = runner.start("doc", data)
