@@ -322,7 +322,7 @@ def verify(
         True
         >>> edited = [*rows[:1], (*rows[1][:4], "eve", *rows[1][5:])]
         >>> verify(edited, (2, rows[-1][8])).problem
-        'entry 2 was edited: its content no longer matches its hash'
+        'entry 2 was edited or moved: its content no longer matches its hash'
     """
     rows = list(rows)
     want = key_id(key) if key is not None else None
@@ -364,7 +364,7 @@ def verify(
                                    f"(id {want}): a wrong key, or entries forged with a key of their own")
         if (kid is None or key is not None) and \
                 entry_hash(prev_hash, place, thread_id, review_id, event, actor, data, at, key if kid else None) != digest:
-            return broken(seq, f"entry {seq} was edited: its content no longer matches its hash")
+            return broken(seq, f"entry {seq} was edited or moved: its content no longer matches its hash")
         threads_at[thread_id] = (count + 1, digest)
         if anchor is not None:
             anchored_from = anchored_from or seq

@@ -279,7 +279,7 @@ def test_a_downgrade_is_found_even_without_the_key_and_a_guessed_mac_is_not_take
     conn.execute("UPDATE hitl_audit_head SET hash = ?", (guessed,))
     conn.commit()
     conn.close()
-    _one_line_error(hitl(db, "audit", "verify", HITL_AUDIT_KEY=KEY), f"entry {seq} was edited: its content no longer matches its hash")
+    _one_line_error(hitl(db, "audit", "verify", HITL_AUDIT_KEY=KEY), f"entry {seq} was edited or moved: its content no longer matches its hash")
 
 
 def test_a_missing_head_row_stops_writes_and_audit_head_in_one_line(db: str, effects_file: Path) -> None:

@@ -140,7 +140,7 @@ def _swap(conn: psycopg.Connection[tuple[object, ...]], a: int, b: int) -> None:
 @pytest.mark.parametrize(
     ("forgery", "problem"),
     [
-        ("edited", "was edited: its content no longer matches its hash"),
+        ("edited", "was edited or moved: its content no longer matches its hash"),
         ("deleted", "an entry was deleted or reordered"),
         ("deleted-and-renumbered", "does not link to the entry before it"),
         ("reordered-within-a-thread", "does not link to the entry before it"),
