@@ -206,6 +206,24 @@ def plain_pending(saver: Any, limit: int = 50) -> tuple[list[tuple[str, str]], i
     return paused[:limit], len(paused)
 
 
+def first_pages(runners: dict[int, Any], reps: int, rng: random.Random) -> dict[int, list[float]]:
+    """Ms to read the first page of 50 pending reviews from each runner (keyed by its thread count),
+    after a warm-up, the sizes in a shuffled order each rep (SQLite and PostgreSQL alike)."""
+    for r in runners.values():
+        for _ in range(3):
+            r.pending(limit=50)
+    took: dict[int, list[float]] = {size: [] for size in runners}
+    for _ in range(reps):
+        order = list(runners)
+        rng.shuffle(order)
+        for size in order:
+            t0 = time.perf_counter()
+            page = runners[size].pending(limit=50)
+            took[size].append((time.perf_counter() - t0) * 1000)
+            assert len(page) == min(50, size)
+    return took
+
+
 def listing_and_resume(workdir: Path, sizes: Sequence[int], *, ours_reps: int, plain_reps: dict[int, int],
                        page_sizes: Sequence[int], resume_samples: int, seed: int = 11) -> dict[str, Any]:
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -225,18 +243,7 @@ def listing_and_resume(workdir: Path, sizes: Sequence[int], *, ours_reps: int, p
     runners = {size: Runner(SqliteStore(db), [wf], owns_store=True) for size, db in dbs.items()}
     try:
         # ours: first page of 50 at every size, interleaved; then other page sizes at the largest
-        for r in runners.values():
-            for _ in range(3):
-                r.pending(limit=50)
-        ours_ms: dict[int, list[float]] = {size: [] for size in sizes}
-        for _ in range(ours_reps):
-            order = list(sizes)
-            rng.shuffle(order)
-            for size in order:
-                t0 = time.perf_counter()
-                page = runners[size].pending(limit=50)
-                ours_ms[size].append((time.perf_counter() - t0) * 1000)
-                assert len(page) == min(50, size)
+        ours_ms = first_pages(runners, ours_reps, rng)
         largest = max(sizes)
         page_ms: dict[int, list[float]] = {p: [] for p in page_sizes}
         for _ in range(ours_reps):

@@ -17,7 +17,7 @@ from typing import Any
 
 from langgraph.types import Command
 
-from benchmarks.figures import _size_pair, plain_pending
+from benchmarks.figures import _size_pair, first_pages, plain_pending
 from benchmarks.graphs import ours_workflow
 from benchmarks.pg_bulk import populate
 from benchmarks.setups import INPUT
@@ -42,18 +42,7 @@ def listing_and_resume(server: Any, *, sizes: Sequence[int], reps: int, plain_re
     runners = {size: Runner.open(url, workflows=[wf]) for size, url in urls.items()}
     conns: list[Any] = []
     try:
-        for r in runners.values():
-            for _ in range(3):
-                r.pending(limit=50)
-        first: dict[int, list[float]] = {size: [] for size in sizes}
-        for _ in range(reps):
-            order = list(sizes)
-            rng.shuffle(order)
-            for size in order:
-                t0 = time.perf_counter()
-                page = runners[size].pending(limit=50)
-                first[size].append((time.perf_counter() - t0) * 1000)
-                assert len(page) == min(50, size)
+        first = first_pages(runners, reps, rng)
         plain: dict[str, Any] = {}
         for size in sizes:
             if not plain_reps.get(size):

@@ -129,20 +129,12 @@ def throughput(server: Any, *, workers: Sequence[int], seconds: float, reps: int
     with psycopg.connect(urls["plain_postgres"], autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
         PostgresSaver(conn).setup()  # once: its setup races when processes call it at once
     spec = {"durability": TEMPLATE_DURABILITY, "window": 4}
-    pools: dict[str, _Pool] = {}
-    try:
-        pools["ours"] = _Pool({**spec, "kind": "ours", "url": urls["ours"]}, max(workers), module="benchmarks.pg_worker")
-        pools["plain_postgres"] = _Pool({**spec, "kind": "plain", "url": urls["plain_postgres"]}, max(workers),
-                                        module="benchmarks.pg_worker")
-        for pool in pools.values():
-            pool.wait_ready()
-        got = _windows(pools, workers, reps, seconds, seed, server, dbs)
-    finally:
-        for pool in pools.values():
-            pool.close()
+    got = _run_pools({"ours": {**spec, "kind": "ours", "url": urls["ours"]},
+                      "plain_postgres": {**spec, "kind": "plain", "url": urls["plain_postgres"]}},
+                     workers, reps, seconds, seed, server, dbs)
     out: dict[str, Any] = {"seconds_per_window": seconds, "windows": reps, "durability": TEMPLATE_DURABILITY,
                            "configs": {}}
-    for name in pools:
+    for name in got:
         entry: dict[str, Any] = {str(k): _summarise(got[name][k], seconds) for k in workers}
         one = entry[str(workers[0])]["per_s"]["median"]
         entry["scaling"] = {str(k): round(entry[str(k)]["per_s"]["median"] / one, 2) if one else None for k in workers}
@@ -154,6 +146,21 @@ def throughput(server: Any, *, workers: Sequence[int], seconds: float, reps: int
         str(k): round(out["configs"]["ours"][str(k)]["per_s"]["median"] / out["configs"]["plain_postgres"][str(k)]["per_s"]["median"], 2)
         for k in workers}
     return out
+
+
+def _run_pools(specs: dict[str, dict[str, Any]], workers: Sequence[int], reps: int, seconds: float, seed: int,
+               server: Any, dbs: dict[str, str]) -> dict[str, dict[int, list[dict[str, Any]]]]:
+    """Start a pool of `max(workers)` worker processes per spec, run the windows, stop the pools."""
+    pools: dict[str, _Pool] = {}
+    try:
+        for name, spec in specs.items():
+            pools[name] = _Pool(spec, max(workers), module="benchmarks.pg_worker")
+        for pool in pools.values():
+            pool.wait_ready()
+        return _windows(pools, workers, reps, seconds, seed, server, dbs)
+    finally:
+        for pool in pools.values():
+            pool.close()
 
 
 def check_decisions(url: str, wins: list[str]) -> dict[str, Any]:
@@ -187,19 +194,11 @@ def audit_contention(server: Any, *, workers: Sequence[int], seconds: float, rep
     dbs = {"audit_chain": "audit_chain", "unchained_commits": "audit_plain"}
     urls = {name: create_database(server, db) for name, db in dbs.items()}
     migrate(urls["audit_chain"])
-    pools: dict[str, _Pool] = {}
-    try:
-        pools["audit_chain"] = _Pool({"kind": "audit", "url": urls["audit_chain"]}, max(workers), module="benchmarks.pg_worker")
-        pools["unchained_commits"] = _Pool({"kind": "insert", "url": urls["unchained_commits"]}, max(workers),
-                                           module="benchmarks.pg_worker")
-        for pool in pools.values():
-            pool.wait_ready()
-        got = _windows(pools, workers, reps, seconds, seed, server, dbs)
-    finally:
-        for pool in pools.values():
-            pool.close()
+    got = _run_pools({"audit_chain": {"kind": "audit", "url": urls["audit_chain"]},
+                      "unchained_commits": {"kind": "insert", "url": urls["unchained_commits"]}},
+                     workers, reps, seconds, seed, server, dbs)
     out: dict[str, Any] = {"seconds_per_window": seconds, "windows": reps, "configs": {}}
-    for name in pools:
+    for name in got:
         out["configs"][name] = {str(k): _summarise(got[name][k], seconds) for k in workers}
     out["chain / unchained"] = {
         str(k): round(out["configs"]["audit_chain"][str(k)]["per_s"]["median"]

@@ -10,16 +10,16 @@ import sqlite3
 import threading
 import time
 import uuid
-from typing import Any, TypedDict
+from typing import Any
 
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command, interrupt
+from langgraph.types import Command
 
 from hitl_graphs import Approve, Runner, SqliteStore, Workflow
 from hitl_graphs.storage.sqlite import connection
 from hitl_graphs.storage.sqlite.connection import write_transaction
+from tests.test_large_states import _doc_graph  # what a user writes: a plain `interrupt()`
 
 DOCUMENT = "Every page of this report says the same thing at length. " * 4_000  # ~230 KB
 
@@ -80,30 +80,6 @@ def test_writers_that_commit_during_a_flush_share_the_next_one_and_none_returns_
         committed, returned = log.index(("commit", name)), log.index(("returned", name))
         covering = [n for i, (e, n) in enumerate(log) if e == "flush started" and committed < i < returned]
         assert covering and log.index(("flush ended", covering[0])) < returned, (name, log)
-
-
-class Doc(TypedDict, total=False):
-    document: str
-    answer: Any
-    published: bool
-
-
-def _doc_graph() -> StateGraph[Doc]:
-    """What a user writes: a plain `interrupt()` (its node is known only from the checkpoint)."""
-
-    def ask(state: Doc) -> Doc:
-        return {"answer": interrupt({"summary": state["document"][:40]})}
-
-    def publish(state: Doc) -> Doc:
-        return {"published": True}
-
-    g = StateGraph(Doc)
-    g.add_node("ask", ask)
-    g.add_node("publish", publish)
-    g.add_edge(START, "ask")
-    g.add_edge("ask", "publish")
-    g.add_edge("publish", END)
-    return g
 
 
 def _count_large_loads(serde: Any, monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -25,7 +25,7 @@ from hitl_graphs.errors import PermissionDeniedError, UnknownThreadError
 from hitl_graphs.identity import Principal
 from hitl_graphs.reviews import ReviewRequest, ThreadView
 from hitl_graphs.runtime.runner import Runner
-from hitl_graphs.server.auth import authenticate, current_runner, runner_of
+from hitl_graphs.server.auth import authenticate, current_runner
 from hitl_graphs.server.langgraph import resume, shapes
 from hitl_graphs.server.langgraph.shapes import AssistantSearch, RunCreate, StateUpdate, ThreadCreate, ThreadSearch
 
