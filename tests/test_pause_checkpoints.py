@@ -291,3 +291,29 @@ def test_with_full_what_a_guarantee_rests_on_is_flushed_before_anything_acts_on_
         runner.resume(paused.thread_id, Approve(actor="ana"))
         assert seen == [("the node runs on the decision", 2), ("the node goes on after its effect", 3)]
         assert store.conn.hitl_flushes - base == 4  # the end
+
+
+def _outer_graph() -> StateGraph[Any]:
+    """The plan-review template as a subgraph: its checkpoints are written under a namespace of their own."""
+    from hitl_graphs.templates.plan_review import PlanState, create_plan_review_graph
+
+    g = StateGraph(PlanState)
+    g.add_node("work", create_plan_review_graph(lambda c: ["a", "b"], lambda s, c: f"did {s}").compile())
+    g.add_edge(START, "work")
+    g.add_edge("work", END)
+    return g
+
+
+@pytest.mark.parametrize("durability", ["exit", "sync"])
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_a_review_is_recorded_at_the_top_level_checkpoint_its_thread_paused_at(
+        store: str, durability: Any, request: pytest.FixtureRequest, effects_file: Path) -> None:
+    """The runner learns the run's last checkpoint from the saver instead of reading it back: it
+    must be the thread's own (not a subgraph's, written under a namespace), or a decision on the
+    review would find the checkpoint "moved" and read it all again."""
+    url = request.getfixturevalue("db" if store == "sqlite" else "pg_db_url")
+    with Runner.open(url, workflows=[Workflow("outer", _outer_graph, durability=durability)]) as runner:
+        view = runner.start("outer", {"task": "t"})
+        [row] = runner.ledger.reviews(view.thread_id)
+        assert row.checkpoint_id == runner.store.latest_checkpoint_id(view.thread_id)
+        assert runner.resume(view.thread_id, Approve()).outcome == "completed"

@@ -124,8 +124,9 @@ class RunFlows:
         """Invoke the graph, then make the ledger agree with where it stopped."""
         try:
             durability = self._durability(wf, graph)
-            output = yield Invoke(graph, input, run_config(thread_id, self.effects, defer=durability == "exit"), durability,
-                                   self._workers)
+            written: list[str] = []
+            output = yield Invoke(graph, input, run_config(thread_id, self.effects, defer=durability == "exit", written=written),
+                                  durability, self._workers)
         except Exception as exc:
             yield from self._settle(wf, graph, thread_id, outcome_if_done=outcome_if_done, error=exc, new=new)
             raise
@@ -133,8 +134,9 @@ class RunFlows:
         builder = getattr(graph, "builder", None)
         whole_state = builder is not None and getattr(builder, "output_schema", None) is getattr(builder, "state_schema", None)
         if whole_state and not graph.interrupt_before_nodes and not graph.interrupt_after_nodes:
-            # the output already says where the run stopped; skip re-reading the checkpoint
-            latest: str | None = yield from call(self.store.latest_checkpoint_id, thread_id)
+            # the output already says where the run stopped; skip re-reading the checkpoint (and its
+            # id, when the saver told us which it wrote last)
+            latest: str | None = written[-1] if written else (yield from call(self.store.latest_checkpoint_id, thread_id))
             pause = pause_from_output(output, thread_id=thread_id, workflow=wf.name, checkpoint_id=latest,
                                       editable=self._editable(wf, graph))
         return (yield from self._settle(wf, graph, thread_id, outcome_if_done=outcome_if_done, pause=pause, new=new))

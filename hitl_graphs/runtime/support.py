@@ -19,7 +19,7 @@ from hitl_graphs.storage.base import ReviewRow, ThreadRow
 from hitl_graphs.patches import state_fields
 from hitl_graphs.reviews import Outcome, ReviewRequest, ThreadView
 from hitl_graphs.runtime.driver import Graph as Graph  # re-exported: the flows import it from here
-from hitl_graphs.storage.base import DEFER_KEY
+from hitl_graphs.storage.base import DEFER_KEY, WRITTEN_KEY
 
 log = logging.getLogger("hitl_graphs")
 
@@ -59,8 +59,12 @@ def ending_outcome(graph: Graph, values: dict[str, Any]) -> Outcome | None:
     return thread_outcome(ending) if ending is not None else None
 
 
-def run_config(thread_id: str, effects: EffectLog | None = None, *, defer: bool = False) -> RunnableConfig:
+def run_config(thread_id: str, effects: EffectLog | None = None, *, defer: bool = False,
+               written: list[str] | None = None) -> RunnableConfig:
+    """A run's config; `written` collects the ids of the top-level checkpoints the run writes (`WRITTEN_KEY`)."""
     configurable: dict[str, Any] = {"thread_id": thread_id}
+    if written is not None:
+        configurable[WRITTEN_KEY] = written
     if effects is not None:
         configurable[EFFECTS_KEY] = effects
     if defer:  # the run's checkpoint joins the ledger's commit of where it stopped

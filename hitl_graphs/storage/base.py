@@ -33,6 +33,19 @@ DEFER_KEY = "__hitl_defer"
 commit (the ledger's record of where the run stopped), so both commit together. Others ignore it;
 a saver says which it is with `commits_with_ledger` (absent: False)."""
 
+WRITTEN_KEY = "__hitl_written"
+"""In a run's `configurable`: a list to which our savers append the id of every top-level
+checkpoint they write for the run (`note_written`), so the runner knows where the run stopped
+without reading it back (a round trip on a server). A saver that does not is read back."""
+
+
+def note_written(config: Any, checkpoint_id: str) -> None:
+    """Tell the run (`WRITTEN_KEY`) that its top-level checkpoint `checkpoint_id` was written."""
+    configurable = config.get("configurable", {})
+    written = configurable.get(WRITTEN_KEY)
+    if written is not None and not configurable.get("checkpoint_ns"):
+        written.append(checkpoint_id)
+
 
 @dataclass(frozen=True, slots=True)
 class ThreadRow:

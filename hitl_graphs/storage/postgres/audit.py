@@ -9,8 +9,9 @@ database binds every entry into the one global chain while it numbers it: its `a
 Two locks, and how long each is held:
 
 - the thread's (an advisory lock keyed by the thread id's hash), taken with the read of the
-  thread's last entry (`hitl_audit_threads`) in one round trip, then held until the commit: two
-  transactions never extend the same thread's head;
+  thread's last entry (`hitl_audit_threads`), queued with the transaction's other statements
+  (`commits.transaction` runs in pipeline mode), then held until the commit: two transactions
+  never extend the same thread's head;
 - the global one, taken by `hitl_audit_append`, which is sent in the same round trip as the
   COMMIT (`commits.tail`): it is held while the server numbers the entries and commits, never
   while a client process waits for a core. With many processes on few cores, a client holding a
@@ -56,17 +57,30 @@ _APPEND = ("SELECT hitl_audit_append(%s::text[], %s::bigint[], %s::text[], %s::t
 
 @dataclass
 class _Appends:
-    """The entries a transaction appends, sent with its COMMIT (`commits.Tail`)."""
+    """The entries a transaction appends, sent with its COMMIT (`commits.Tail`).
+
+    Each thread's head is read when its lock is queued (`lock`); the entries are chained onto it
+    at commit, when the head has arrived with the transaction's earlier statements."""
 
     key: bytes | None
-    heads: dict[str, tuple[int, str]] = field(default_factory=dict)  # each thread's count and last hash, as appended
-    rows: list[Row] = field(default_factory=list)  # seq: the entry's place in its thread
+    heads: dict[str, psycopg.Cursor[DictRow]] = field(default_factory=dict)  # the read of each thread's last entry
+    events: list[tuple[str, list[Event], float]] = field(default_factory=list)
 
-    def sql(self, c: psycopg.Connection[DictRow]) -> str:
-        columns = [list(column) for column in zip(*self.rows)]
+    def send(self, c: psycopg.Connection[DictRow]) -> None:
+        if not self.events:
+            return
+        rows: list[Row] = []
+        last: dict[str, tuple[int, str] | None] = {}
+        for thread_id, events, now in self.events:
+            if thread_id not in last:
+                got = self.heads[thread_id].fetchone()
+                last[thread_id] = (int(got["n"]), str(got["hash"])) if got else None
+            chained = audit.chain(last[thread_id], thread_id, events, now, self.key)
+            rows.extend(chained)
+            last[thread_id] = (chained[-1][0], chained[-1][8])
+        columns = [list(column) for column in zip(*rows)]
         kid = audit.key_id(self.key) if self.key is not None else None
-        with psycopg.ClientCursor(c) as cur:
-            return cur.mogrify(_APPEND, [columns[1], columns[0], *columns[2:], kid])
+        c.execute(_APPEND, [columns[1], columns[0], *columns[2:], kid])
 
     def failed(self, error: psycopg.Error) -> None:
         diag = error.diag
@@ -76,30 +90,33 @@ class _Appends:
             raise audit.missing_head(int(diag.message_primary or 0)) from None
 
 
+def lock(c: psycopg.Connection[DictRow], thread_id: str, key: bytes | None) -> None:
+    """Queue the thread's audit lock and the read of its last entry (nothing waits for them yet);
+    call inside a `commits.transaction`, after the rows the thread's lock order puts first
+    (reviews, then the thread). A caller that reads something next queues this first, so the
+    head arrives in that read's round trip instead of one of its own at commit."""
+    pending = tail(c, "audit", lambda: _Appends(key))
+    if thread_id not in pending.heads:
+        # the head is read after the lock is granted: a statement of its own, its own snapshot
+        c.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (THREAD_LOCK_KEY, thread_id))
+        pending.heads[thread_id] = c.execute("SELECT n, hash FROM hitl_audit_threads WHERE thread_id = %s", (thread_id,))
+
+
 def append(c: psycopg.Connection[DictRow], thread_id: str, events: Iterable[Event], now: float, key: bytes | None) -> None:
     """Append events after the thread's last entry; call inside a `commits.transaction`, after
-    the rows the thread's lock order puts first (reviews, then the thread), as the change's last
-    statement. One round trip (the thread's lock and its last entry), none for a thread this
-    transaction appended to already; the entries go with the COMMIT (see the module's docstring).
+    the rows the thread's lock order puts first (reviews, then the thread). The thread's lock is
+    taken here unless `lock` queued it already; the entries go with the COMMIT (see the module's
+    docstring).
 
-    Raises:
-        AuditKeyError: the log is keyed and `key` is missing or another one (here, or at commit).
-        AuditError: the head row is gone though the log has entries (at commit; nothing is written).
+    Raises (at commit):
+        AuditKeyError: the log is keyed and `key` is missing or another one.
+        AuditError: the head row is gone though the log has entries (nothing is written).
     """
     events = list(events)
     if not events:
         return
-    pending = tail(c, "audit", lambda: _Appends(key))
-    head = pending.heads.get(thread_id)
-    if head is None:
-        with c.pipeline():  # the head is read after the lock is granted: a statement of its own, its own snapshot
-            c.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (THREAD_LOCK_KEY, thread_id))
-            got = c.execute("SELECT n, hash FROM hitl_audit_threads WHERE thread_id = %s", (thread_id,))
-        row = got.fetchone()
-        head = (int(row["n"]), str(row["hash"])) if row else None
-    rows = audit.chain(head, thread_id, events, now, key)
-    pending.rows.extend(rows)
-    pending.heads[thread_id] = (rows[-1][0], rows[-1][8])
+    lock(c, thread_id, key)
+    tail(c, "audit", lambda: _Appends(key)).events.append((thread_id, events, now))
 
 
 def _row(r: DictRow) -> Row:

@@ -67,8 +67,8 @@ class Tail(Protocol):
     client process waits for a core, which on a busy machine is what makes a lock held across round
     trips a convoy (the audit chain's, `audit`)."""
 
-    def sql(self, c: Conn) -> str:
-        """The statements, parameters bound (they go by the simple query protocol)."""
+    def send(self, c: Conn) -> None:
+        """Queue the statements on `c` (in pipeline mode: they go with the COMMIT)."""
 
     def failed(self, error: psycopg.Error) -> None:
         """Raise what `error` (from these statements or the COMMIT) means to the caller, if
@@ -95,35 +95,44 @@ def transaction(pool: ConnectionPool[Conn], *, durable: bool) -> Iterator[Conn]:
     """One transaction on a pooled connection that releases its locks at commit without waiting
     for the disk; with `durable`, flushed before this returns (after its locks are released).
 
-    BEGIN and the setting go in one round trip, as do the tails (`tail`), COMMIT and the flush.
+    The connection is in pipeline mode for the whole transaction: a statement is sent when a
+    result is first needed (a `fetchone`), with every statement queued before it, and what is
+    left (writes, the tails, COMMIT, the flush) goes in one last round trip. BEGIN and the
+    setting ride with the first statements. So a transaction that reads once, then writes, costs
+    two round trips, however many statements it runs. (A statement's error surfaces where its
+    result is next needed, or at that last round trip; the transaction then rolls back.)
     """
     with pool.connection() as c:
-        _simple(c, "BEGIN; SET LOCAL synchronous_commit = off")
         tails: dict[str, Tail] = {}
         _TAILS[id(c)] = tails
         try:
-            yield c
-            before = "".join(f"{t.sql(c)}; " for t in tails.values())
-        except BaseException:
-            with suppress(psycopg.Error):  # a broken connection: the pool discards it
-                c.execute("ROLLBACK")
-            raise
-        finally:
-            _TAILS.pop(id(c), None)
-        try:
-            _simple(c, f"{before}COMMIT; {FLUSH_SQL}" if durable else f"{before}COMMIT")
+            with c.pipeline():
+                c.execute("BEGIN")
+                c.execute("SET LOCAL synchronous_commit = off")
+                yield c
+                for t in tails.values():
+                    t.send(c)
+                c.execute("COMMIT")
+                if durable:
+                    c.execute(FLUSH_SQL)
         except psycopg.Error as error:
-            with suppress(psycopg.Error):  # a failed statement left the transaction aborted
-                c.execute("ROLLBACK")
+            _rollback(c)
             for t in tails.values():
                 t.failed(error)
             raise
+        except BaseException:
+            _rollback(c)
+            raise
+        finally:
+            _TAILS.pop(id(c), None)
 
 
-def _simple(c: Conn, sql: str) -> None:
-    """Several statements in one round trip (the simple query protocol: a client-side cursor)."""
-    with psycopg.ClientCursor(c) as cur:
-        cur.execute(sql)
+def _rollback(c: Conn) -> None:
+    """End a transaction that failed or was refused; nothing of it stays. A broken connection is
+    left to the pool, which discards it."""
+    if c.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        with suppress(psycopg.Error):
+            c.execute("ROLLBACK")
 
 
 _PINNED: ContextVar[Conn | None] = ContextVar("hitl_pg_pinned", default=None)

@@ -47,7 +47,7 @@ from hitl_graphs.errors import (
 from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStatus
 from hitl_graphs.storage.base import Liveness, NewThread, ReviewRow, Synced, ThreadRow
 from hitl_graphs.storage.syncing import ended, keeps_input, plan_sync, synced, with_payload
-from hitl_graphs.storage.postgres.audit import append
+from hitl_graphs.storage.postgres.audit import append, lock
 from hitl_graphs.storage.postgres.commits import flush, transaction
 from hitl_graphs.storage.postgres.queue import CHANNEL, DB_NOW
 
@@ -97,18 +97,20 @@ class PostgresLedger:
 
     def _insert_thread(self, c: Conn, thread_id: str, new: NewThread, owner: str | None, lease_until: float | None,
                        now: float, *, keep_input: bool = True) -> None:
+        kept = json.dumps(new.input) if keep_input and new.input is not None else None
+        # the thread and its input in one statement: the input is kept only if the thread is new
         inserted = c.execute(
-            f"INSERT INTO hitl_threads ({_THREAD}) VALUES (%s, %s, 'running', NULL, NULL, %s, {DB_NOW} + %s, %s, %s, %s) "
-            "ON CONFLICT (thread_id) DO NOTHING RETURNING thread_id",
-            (thread_id, new.workflow, owner, _length(lease_until, now), now, now, new.started_by),
-        ).fetchone()
-        if inserted is None:
+            f"WITH t AS (INSERT INTO hitl_threads ({_THREAD}) VALUES (%s, %s, 'running', NULL, NULL, %s, {DB_NOW} + %s, "
+            "%s, %s, %s) ON CONFLICT (thread_id) DO NOTHING RETURNING thread_id), "
+            "i AS (INSERT INTO hitl_inputs SELECT thread_id, %s FROM t WHERE %s::text IS NOT NULL "
+            "ON CONFLICT (thread_id) DO UPDATE SET input = EXCLUDED.input) SELECT thread_id FROM t",
+            (thread_id, new.workflow, owner, _length(lease_until, now), now, now, new.started_by, kept, kept),
+        )
+        lock(c, thread_id, self.key)  # its audit lock, sent with the insert
+        if inserted.fetchone() is None:
             row = c.execute("SELECT status FROM hitl_threads WHERE thread_id = %s", (thread_id,)).fetchone()
             status = row["status"] if row else "?"
             raise ThreadExistsError(f"thread {thread_id!r} already exists (status {status}); resume it or start with another id")
-        if keep_input and new.input is not None:
-            c.execute("INSERT INTO hitl_inputs VALUES (%s, %s) ON CONFLICT (thread_id) DO UPDATE SET input = EXCLUDED.input",
-                      (thread_id, json.dumps(new.input)))
         self._append(c, thread_id, [Event("started", actor=new.started_by, data=new.data)], now)
 
     def thread(self, thread_id: str) -> ThreadRow | None:
@@ -155,21 +157,22 @@ class PostgresLedger:
         rule = "deadline IS NOT NULL AND deadline <= %s" if by_deadline else "(deadline IS NULL OR deadline > %s)"
         try:
             with self._tx(durable=True) as c:
-                with c.pipeline():  # the review, then the thread (the lock order), in one round trip
-                    won = c.execute(
-                        "UPDATE hitl_reviews SET status = 'decided', decision = %s, decided_at = %s "
-                        f"WHERE thread_id = %s AND review_id = %s AND status = 'pending' AND {rule} RETURNING review_id",
-                        (json.dumps(decision), now, thread_id, review_id, now),
-                    )
-                    thread = self._lock_thread(c, thread_id)
+                # the review, the thread and its audit lock (the lock order): one round trip
+                won = c.execute(
+                    "UPDATE hitl_reviews SET status = 'decided', decision = %s, decided_at = %s "
+                    f"WHERE thread_id = %s AND review_id = %s AND status = 'pending' AND {rule} RETURNING review_id",
+                    (json.dumps(decision), now, thread_id, review_id, now),
+                )
+                thread = self._lock_thread(c, thread_id)
+                lock(c, thread_id, self.key)
                 if won.fetchone() is None:
                     self._refuse(c, thread_id, review_id, by_deadline)
                 self._check_thread(thread.fetchone(), thread_id, owner)  # a live run holds it: the claim rolls back
                 data = {**decision, **(record or {}), "by": "deadline" if by_deadline else "person"}
-                with c.pipeline():  # the thread's row and the audit chain's lock: one round trip
-                    c.execute(f"UPDATE hitl_threads SET status = 'running', owner = %s, lease_until = {DB_NOW} + %s, "
-                              "updated_at = %s WHERE thread_id = %s", (owner, _length(lease_until, now), now, thread_id))
-                    self._append(c, thread_id, [Event("decided", review_id, decision.get("actor"), data)], now)
+                # sent with the COMMIT
+                c.execute(f"UPDATE hitl_threads SET status = 'running', owner = %s, lease_until = {DB_NOW} + %s, "
+                          "updated_at = %s WHERE thread_id = %s", (owner, _length(lease_until, now), now, thread_id))
+                self._append(c, thread_id, [Event("decided", review_id, decision.get("actor"), data)], now)
         except AlreadyDecidedError:
             with self.pool.connection() as c:
                 flush(c)  # the decision it names may be a moment from the disk: on it before anyone hears of it
@@ -237,37 +240,38 @@ class PostgresLedger:
             if new is not None:
                 self._insert_thread(c, thread_id, new, None, None, now,  # its start first in the history
                                     keep_input=keeps_input(status))
-            known = {r["review_id"]: (r["status"], r["request"]) for r in c.execute(
-                "SELECT review_id, status, request FROM hitl_reviews WHERE thread_id = %s "
-                "ORDER BY created_at, review_id FOR UPDATE", (thread_id,))}
-            plan = plan_sync(known, pending, status=status, outcome=outcome, events=events)
-            with c.pipeline():  # the reviews' changes and the thread's lock: one round trip
-                for rid in plan.applied:
-                    c.execute("UPDATE hitl_reviews SET status = 'applied', applied_at = %s WHERE thread_id = %s AND "
-                              "review_id = %s", (now, thread_id, rid))
-                for rid, new_status in plan.closed:
-                    c.execute("UPDATE hitl_reviews SET status = %s WHERE thread_id = %s AND review_id = %s",
-                              (new_status, thread_id, rid))
-                for r, ck in plan.added:
-                    c.execute(
-                        "INSERT INTO hitl_reviews (thread_id, review_id, workflow, status, checkpoint_id, request, "
-                        "created_at, deadline, required_role) VALUES (%s, %s, %s, 'pending', %s, %s, %s, %s, %s)",
-                        (thread_id, r.review_id, r.workflow, ck, r.model_dump_json(), r.created_at.timestamp(),
-                         r.deadline.timestamp() if r.deadline else None, r.required_role),
-                    )
-                locked = c.execute(f"SELECT {_THREAD} FROM hitl_threads WHERE thread_id = %s FOR UPDATE", (thread_id,))
+            # the reviews, the thread and its audit lock (the lock order), in one round trip
+            reviews = c.execute("SELECT review_id, status, request FROM hitl_reviews WHERE thread_id = %s "
+                                "ORDER BY created_at, review_id FOR UPDATE", (thread_id,))
+            locked = c.execute(f"SELECT {_THREAD} FROM hitl_threads WHERE thread_id = %s FOR UPDATE", (thread_id,))
+            lock(c, thread_id, self.key)
+            known = {r["review_id"]: (r["status"], r["request"]) for r in reviews.fetchall()}
             got = locked.fetchone()
             if got is None:
                 raise UnknownThreadError(f"thread {thread_id!r} does not exist")
             prev = ThreadRow(**got)
-            with c.pipeline():  # the thread's row, the notice and the audit chain's lock: one round trip
-                c.execute("UPDATE hitl_threads SET status = %s, outcome = %s, error = %s, owner = NULL, "
-                          "lease_until = NULL, updated_at = %s WHERE thread_id = %s", (status, outcome, error, now, thread_id))
-                if not keeps_input(status):  # its latest checkpoint holds the input now
-                    c.execute("DELETE FROM hitl_inputs WHERE thread_id = %s", (thread_id,))
-                if (plan.decided and status == "paused") or any(r.deadline is not None for r, _ in plan.added):
-                    c.execute("SELECT pg_notify(%s, %s)", (CHANNEL, thread_id))  # sent when this commits
-                self._append(c, thread_id, [*plan.events, *ended(prev.status, prev.outcome, status, outcome, error)], now)
+            plan = plan_sync(known, pending, status=status, outcome=outcome, events=events)
+            # the changes, sent with the COMMIT
+            for rid in plan.applied:
+                c.execute("UPDATE hitl_reviews SET status = 'applied', applied_at = %s WHERE thread_id = %s AND "
+                          "review_id = %s", (now, thread_id, rid))
+            for rid, new_status in plan.closed:
+                c.execute("UPDATE hitl_reviews SET status = %s WHERE thread_id = %s AND review_id = %s",
+                          (new_status, thread_id, rid))
+            for r, ck in plan.added:
+                c.execute(
+                    "INSERT INTO hitl_reviews (thread_id, review_id, workflow, status, checkpoint_id, request, "
+                    "created_at, deadline, required_role) VALUES (%s, %s, %s, 'pending', %s, %s, %s, %s, %s)",
+                    (thread_id, r.review_id, r.workflow, ck, r.model_dump_json(), r.created_at.timestamp(),
+                     r.deadline.timestamp() if r.deadline else None, r.required_role),
+                )
+            c.execute("UPDATE hitl_threads SET status = %s, outcome = %s, error = %s, owner = NULL, "
+                      "lease_until = NULL, updated_at = %s WHERE thread_id = %s", (status, outcome, error, now, thread_id))
+            if not keeps_input(status):  # its latest checkpoint holds the input now
+                c.execute("DELETE FROM hitl_inputs WHERE thread_id = %s", (thread_id,))
+            if (plan.decided and status == "paused") or any(r.deadline is not None for r, _ in plan.added):
+                c.execute("SELECT pg_notify(%s, %s)", (CHANNEL, thread_id))  # sent when this commits
+            self._append(c, thread_id, [*plan.events, *ended(prev.status, prev.outcome, status, outcome, error)], now)
         return synced(plan, replace(prev, status=status, outcome=outcome, error=error, owner=None, lease_until=None,
                                     updated_at=now))
 

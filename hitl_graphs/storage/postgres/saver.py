@@ -20,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.postgres import PostgresSaver
 
-from hitl_graphs.storage.base import DEFER_KEY
+from hitl_graphs.storage.base import DEFER_KEY, note_written
 from hitl_graphs.storage.postgres.commits import Pool
 from hitl_graphs.storage.threaded import ThreadedAsync
 
@@ -37,9 +37,12 @@ class HitlPostgresSaver(ThreadedAsync, PostgresSaver):
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
         if not self._rides_on_ledger(config):
-            return super().put(config, checkpoint, metadata, new_versions)
-        with self.conn.relaxed():  # type: ignore[union-attr]
-            return super().put(config, checkpoint, metadata, new_versions)
+            written = super().put(config, checkpoint, metadata, new_versions)
+        else:
+            with self.conn.relaxed():  # type: ignore[union-attr]
+                written = super().put(config, checkpoint, metadata, new_versions)
+        note_written(config, checkpoint["id"])
+        return written
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "") -> None:

@@ -47,7 +47,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.utils import load_pending_writes, pending_writes_sql
 
 from hitl_graphs._langgraph_compat import writes_have_task_path
-from hitl_graphs.storage.base import DEFER_KEY
+from hitl_graphs.storage.base import DEFER_KEY, note_written
 from hitl_graphs.storage.sqlite.connection import HitlConnection
 from hitl_graphs.storage.threaded import ThreadedAsync
 
@@ -107,7 +107,9 @@ class HitlSqliteSaver(ThreadedAsync, SqliteSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         if not self._defers(config):
-            return super().put(config, checkpoint, metadata, new_versions)
+            written = super().put(config, checkpoint, metadata, new_versions)
+            note_written(config, checkpoint["id"])
+            return written
         thread_id = str(config["configurable"]["thread_id"])
         checkpoint_ns = config["configurable"]["checkpoint_ns"]
         type_, blob = self.serde.dumps_typed(checkpoint)
@@ -116,6 +118,7 @@ class HitlSqliteSaver(ThreadedAsync, SqliteSaver):
         with self._deferred_lock:
             self._deferred_checkpoints[(thread_id, checkpoint_ns, checkpoint["id"])] = row
             self._deferred_loaded[(thread_id, checkpoint_ns, checkpoint["id"])] = checkpoint
+        note_written(config, checkpoint["id"])
         return {"configurable": {"thread_id": config["configurable"]["thread_id"], "checkpoint_ns": checkpoint_ns,
                                  "checkpoint_id": checkpoint["id"]}}
 
