@@ -18,6 +18,8 @@ Kinds (`spec["kind"]`):
   appends.
 - `insert`: one plain row per transaction into an unchained table: the server's commit rate with
   as many writers, the reference for `audit`.
+- `select`: `SELECT 1` and its answer, nothing else: how many round trips per second this machine
+  gives N processes and their N server sessions (what any round trip costs as the cores fill up).
 """
 
 from __future__ import annotations
@@ -92,6 +94,18 @@ def insert(spec: dict[str, Any], rng: random.Random) -> Callable[[float], dict[s
     return _loop(one)
 
 
+def select(spec: dict[str, Any], rng: random.Random) -> Callable[[float], dict[str, Any]]:
+    import psycopg
+
+    conn = psycopg.connect(spec["url"], autocommit=True)
+
+    def one() -> None:
+        conn.execute("SELECT 1").fetchone()
+
+    one()
+    return _loop(one)
+
+
 def _loop(fn: Callable[[], None]) -> Callable[[float], dict[str, Any]]:
     def run(seconds: float) -> dict[str, Any]:
         n = 0
@@ -104,7 +118,7 @@ def _loop(fn: Callable[[], None]) -> Callable[[float], dict[str, Any]]:
     return run
 
 
-KINDS = {"ours": ours, "plain": plain, "audit": audit, "insert": insert}
+KINDS = {"ours": ours, "plain": plain, "audit": audit, "insert": insert, "select": select}
 
 
 def main() -> None:

@@ -13,7 +13,8 @@ full page writes), and stopped at the end. Each part gets a database of its own 
   once, nothing left decided or running.
 - **Audit chain under contention**: appends per second with N processes appending at once, each to
   its own thread (numbered into the global chain by the database, under its lock), next to N processes committing one unchained row each (the server's commit
-  rate, the ceiling); then `verify` walks the chain.
+  rate, the ceiling); then `verify` walks the chain. Beside them, N processes doing nothing but
+  `SELECT 1` round trips: what the machine itself gives as processes outnumber its cores.
 - **Listing and resuming** at 1k / 10k / 100k paused threads (`pg_listing`).
 """
 
@@ -194,8 +195,10 @@ def audit_contention(server: Any, *, workers: Sequence[int], seconds: float, rep
     dbs = {"audit_chain": "audit_chain", "unchained_commits": "audit_plain"}
     urls = {name: create_database(server, db) for name, db in dbs.items()}
     migrate(urls["audit_chain"])
+    dbs["bare_round_trips"] = "audit_plain"  # reads nothing of it
     got = _run_pools({"audit_chain": {"kind": "audit", "url": urls["audit_chain"]},
-                      "unchained_commits": {"kind": "insert", "url": urls["unchained_commits"]}},
+                      "unchained_commits": {"kind": "insert", "url": urls["unchained_commits"]},
+                      "bare_round_trips": {"kind": "select", "url": urls["unchained_commits"]}},
                      workers, reps, seconds, seed, server, dbs)
     out: dict[str, Any] = {"seconds_per_window": seconds, "windows": reps, "configs": {}}
     for name in got:
@@ -203,6 +206,9 @@ def audit_contention(server: Any, *, workers: Sequence[int], seconds: float, rep
     out["chain / unchained"] = {
         str(k): round(out["configs"]["audit_chain"][str(k)]["per_s"]["median"]
                       / out["configs"]["unchained_commits"][str(k)]["per_s"]["median"], 2) for k in workers}
+    trips = out["configs"]["bare_round_trips"]
+    out["bare_round_trips vs 2 processes"] = {  # the machine's own fall as processes outnumber cores
+        str(k): round(trips[str(k)]["per_s"]["median"] / trips["2"]["per_s"]["median"], 2) for k in workers if "2" in trips}
     with PostgresStore(urls["audit_chain"]) as store:
         report = store.audit.verify()
     out["verify"] = {"ok": report.ok, "checked": report.checked, "problem": report.problem}

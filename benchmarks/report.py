@@ -201,7 +201,8 @@ def _postgres(out: _Out, pg: dict[str, Any]) -> None:
     out.table(f"7. audit chain: appends/s with N processes appending at once (verify: {'ok' if au['verify']['ok'] else 'FAILED'}, "
               f"{au['verify']['checked']} entries)", ["setup", *[f"{k} proc" for k in ks]],
               [[name, *[_mmm(e[k]["per_s"]) for k in ks]] for name, e in au["configs"].items()]
-              + [["chain / unchained", *[f"{au['chain / unchained'][k]}x" for k in ks], ""]])
+              + [["chain / unchained", *[f"{au['chain / unchained'][k]}x" for k in ks], ""],
+                 ["bare round trips vs 2 processes", *[f"{au['bare_round_trips vs 2 processes'].get(k, '-')}x" for k in ks], ""]])
     li = pg["listing"]
     rows = [[f"{int(size):,}", _mmm(s, " ms"), _mmm(li["plain_scan"].get(size, {}).get("ms"), " ms"),
              f"{li['populated'][size]['seconds']} s"] for size, s in li["ours_first_page_ms"].items()]

@@ -89,6 +89,8 @@ def test_quick_postgres_figure_runs_on_its_own_durable_server(tmp_path: Path) ->
     audit = pg["audit"]
     assert audit["verify"]["ok"], audit["verify"]
     assert audit["configs"]["audit_chain"]["2"]["per_s"]["median"] > 0
+    assert audit["configs"]["bare_round_trips"]["2"]["per_s"]["median"] > 0
+    assert all(v > 0 for v in audit["bare_round_trips vs 2 processes"].values())
 
     listing = pg["listing"]
     sizes = sorted(listing["ours_first_page_ms"], key=int)
