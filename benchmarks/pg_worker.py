@@ -10,6 +10,8 @@ Kinds (`spec["kind"]`):
   the shared queue (`pending`, one of the `window` oldest at random) and resume it; a review
   another process decided first is a conflict (`AlreadyDecidedError`, `ThreadBusyError`...), and
   it takes another. Every process shares one queue, as a pool of workers does.
+- `ours_own`: the Runner as `ours`, but each process resumes the thread it just started, as
+  `plain` does: the same cycles as plain LangGraph's, with no queue to share and no race to lose.
 - `plain`: plain LangGraph on `PostgresSaver` (one connection, as its docs set it up), the same
   graph shape and durability, starting and resuming its own threads (it has no queue to share).
 - `audit`: append one audit entry per transaction (`ledger.add_events`) to its own thread's chain,
@@ -48,6 +50,31 @@ def ours(spec: dict[str, Any], rng: random.Random) -> Callable[[float], dict[str
     runner.start(WORKFLOW, INPUT)  # warm up, and keep a review waiting in the queue
 
     return racing(runner, rng, me, window)
+
+
+def ours_own(spec: dict[str, Any], rng: random.Random) -> Callable[[float], dict[str, Any]]:
+    from hitl_graphs import Approve, Runner
+    from hitl_graphs.storage.postgres import PostgresStore
+
+    runner = Runner(PostgresStore(spec["url"], max_connections=2), [ours_workflow(1, spec["durability"])], owns_store=True)
+    me = f"w{os.getpid()}"
+    won: list[str] = []
+
+    def cycle() -> None:
+        view = runner.start(WORKFLOW, INPUT)
+        runner.resume(view.thread_id, Approve(actor=me), review_id=view.reviews[0].review_id)
+        won.append(view.thread_id)
+
+    cycle()  # warm up (its decision is reported with the first window's, for the check)
+    loop = _loop(cycle)
+
+    def run(seconds: float) -> dict[str, Any]:
+        out = loop(seconds)
+        out["won"] = list(won)
+        won.clear()
+        return out
+
+    return run
 
 
 def plain(spec: dict[str, Any], rng: random.Random) -> Callable[[float], dict[str, Any]]:
@@ -118,7 +145,7 @@ def _loop(fn: Callable[[], None]) -> Callable[[float], dict[str, Any]]:
     return run
 
 
-KINDS = {"ours": ours, "plain": plain, "audit": audit, "insert": insert, "select": select}
+KINDS = {"ours": ours, "ours_own": ours_own, "plain": plain, "audit": audit, "insert": insert, "select": select}
 
 
 def main() -> None:

@@ -5,9 +5,11 @@ temp dir, a free loopback port), but with PostgreSQL's durable defaults (fsync, 
 full page writes), and stopped at the end. Each part gets a database of its own on it.
 
 - **Throughput**: completed pause+resume cycles per second with 1, 2, 4 and 8 processes, ours
-  (`benchmarks.pg_worker` kind `ours`: every process starts threads and resumes reviews taken from
-  the one shared queue) and plain LangGraph on `PostgresSaver` (the same graph shape and durability,
-  each process its own threads), in windows run in a shuffled order. For every window: the
+  two ways: `ours_own_threads` (kind `ours_own`: each process resumes the thread it started, the
+  same cycles as plain LangGraph's: the like-for-like comparison) and `ours` (kind `ours`: every
+  process starts threads and resumes reviews taken from the one shared queue, losing races to the
+  others, as reviewers sharing an inbox do), and plain LangGraph on `PostgresSaver` (the same graph
+  shape and durability, each process its own threads), in windows run in a shuffled order. For every window: the
   processes' CPU seconds, the server's, the machine's, and samples of what the sessions wait on
   (`pg_probe`). Afterwards every decision is checked: won once, decided once, applied, its step run
   once, nothing left decided or running.
@@ -124,13 +126,15 @@ def throughput(server: Any, *, workers: Sequence[int], seconds: float, reps: int
 
     from hitl_graphs.storage.postgres import migrate
 
-    dbs = {"ours": "tp_ours", "plain_postgres": "tp_plain"}
+    dbs = {"ours": "tp_ours", "ours_own_threads": "tp_ours_own", "plain_postgres": "tp_plain"}
     urls = {name: create_database(server, db) for name, db in dbs.items()}
     migrate(urls["ours"])
+    migrate(urls["ours_own_threads"])
     with psycopg.connect(urls["plain_postgres"], autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
         PostgresSaver(conn).setup()  # once: its setup races when processes call it at once
     spec = {"durability": TEMPLATE_DURABILITY, "window": 4}
     got = _run_pools({"ours": {**spec, "kind": "ours", "url": urls["ours"]},
+                      "ours_own_threads": {**spec, "kind": "ours_own", "url": urls["ours_own_threads"]},
                       "plain_postgres": {**spec, "kind": "plain", "url": urls["plain_postgres"]}},
                      workers, reps, seconds, seed, server, dbs)
     out: dict[str, Any] = {"seconds_per_window": seconds, "windows": reps, "durability": TEMPLATE_DURABILITY,
@@ -139,13 +143,17 @@ def throughput(server: Any, *, workers: Sequence[int], seconds: float, reps: int
         entry: dict[str, Any] = {str(k): _summarise(got[name][k], seconds) for k in workers}
         one = entry[str(workers[0])]["per_s"]["median"]
         entry["scaling"] = {str(k): round(entry[str(k)]["per_s"]["median"] / one, 2) if one else None for k in workers}
-        if name == "ours":
+        if name != "plain_postgres":
             wins = [t for k in workers for r in got[name][k] for p in r["procs"] for t in p["won"]]
-            entry["check"] = check_decisions(urls["ours"], wins)
+            entry["check"] = check_decisions(urls[name], wins)
+        entry["vs 2 processes"] = {str(k): round(entry[str(k)]["per_s"]["median"] / entry["2"]["per_s"]["median"], 2)
+                                   for k in workers if "2" in entry and entry["2"]["per_s"]["median"]}
         out["configs"][name] = entry
-    out["ours / plain_postgres"] = {
-        str(k): round(out["configs"]["ours"][str(k)]["per_s"]["median"] / out["configs"]["plain_postgres"][str(k)]["per_s"]["median"], 2)
-        for k in workers}
+    for name in ("ours", "ours_own_threads"):
+        out[f"{name} / plain_postgres"] = {
+            str(k): round(out["configs"][name][str(k)]["per_s"]["median"]
+                          / out["configs"]["plain_postgres"][str(k)]["per_s"]["median"], 2)
+            for k in workers}
     return out
 
 

@@ -179,7 +179,9 @@ def _postgres(out: _Out, pg: dict[str, Any]) -> None:
         check = e.get("check")
         rows.append([name, *[f"{_mmm(e[k]['per_s'])} [{e['scaling'][k]}x]" for k in counts],
                      "-" if check is None else ("ok" if check["ok"] else f"FAILED {check}")])
-    rows.append(["ours / plain_postgres", *[f"{tp['ours / plain_postgres'][k]}x" for k in counts], ""])
+    for name in ("ours", "ours_own_threads"):
+        if f"{name} / plain_postgres" in tp:
+            rows.append([f"{name} / plain_postgres", *[f"{tp[f'{name} / plain_postgres'][k]}x" for k in counts], ""])
     for name, e in tp["configs"].items():
         rows.append([f"{name}: what idle cores allow", *[f"{e[k]['cores_allow_per_s']} (CPU/cycle)" for k in counts], ""])
     out.table(f"7. cycles/s with N processes [vs 1 process] ({tp['windows']} windows of {tp['seconds_per_window']} s, "
