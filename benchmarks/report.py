@@ -154,8 +154,9 @@ def print_report(results: dict[str, Any]) -> None:
     if an := results.get("async"):
         n = an["cycles_per_batch"]
         out.table(f"9. async cycles ({an['rounds']} rounds x {an['batches_per_round']} batches of {n} cycles), one event loop",
-                  ["setup", "cycles/s", "ms/cycle"],
-                  [[name, _mmm(v["cycles_per_s"]), _mmm(v["ms_per_cycle"])] for name, v in an["variants"].items()])
+                  ["setup", "cycles/s", "ms/cycle", "process cores busy"],
+                  [[name, _mmm(v["cycles_per_s"]), _mmm(v["ms_per_cycle"]), _mmm(an.get("process_cores_busy", {}).get(name))]
+                   for name, v in an["variants"].items()])
         gain = an[f"throughput_{n}_vs_1"]
         out.table("9. async ratios per round", ["ratio", "x", "target"],
                   [*[[k, _mmm(v), an["targets"].get(k, "-")] for k, v in an["ratios"].items()],
