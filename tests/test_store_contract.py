@@ -114,8 +114,11 @@ def test_a_thread_is_recorded_once_and_read_back(store: Store, other: Store) -> 
     row = other.ledger.thread("t1")
     assert row is not None and (row.workflow, row.status, row.started_by, row.owner) == ("wf", "paused", "bob", None)
     assert other.ledger.started_input("t1") == {"to": "t1"}
+    entries = len(other.ledger.history("t1"))
     with pytest.raises(ThreadExistsError, match="thread 't1' already exists"):
-        other.ledger.create_thread("t1", "wf", owner="x", lease_until=time.time() + 60, data={})
+        other.ledger.create_thread("t1", "wf", owner="x", lease_until=time.time() + 60, data={}, input={"to": "eve"})
+    # the refused start changed nothing: not the input kept for recovery, not the history
+    assert other.ledger.started_input("t1") == {"to": "t1"} and len(other.ledger.history("t1")) == entries
     assert other.ledger.thread("nope") is None
 
 
