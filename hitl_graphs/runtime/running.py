@@ -54,6 +54,35 @@ def outside_the_runner(thread_id: str) -> str:
             "`runner.stream_resume(...)`, which keep the ledger")
 
 
+def unseen_payload(graph: Graph, snapshot: StateSnapshot, at: tuple[tuple[str, ...], Position],
+                   parent_values: Any) -> Flow[dict[str, Any]]:
+    """A breakpoint review's payload: what the paused nodes have not seen (`breakpoint_changes`).
+
+    One checkpoint read for the versions (a `StateSnapshot` has none); when a list key changed,
+    the ancestors back to the checkpoint the node started from (for "after", the parent, read
+    already), so only the list's new items are stored.
+    """
+    nodes, position = at
+    values: dict[str, Any] = snapshot.values
+    found: CheckpointTuple | None = yield GetTuple(graph, snapshot.config)
+    if found is None:
+        return changes(values, snapshot.next, list(values), None)
+    clock = seen_clock(found.checkpoint, nodes)
+    keys = unseen_keys(values, found.checkpoint, clock)
+    earlier: Any = None
+    if clock is not None and lists_among(values, keys):
+        if position == "after":
+            earlier = parent_values
+        else:
+            step, hops = found, 0
+            while step is not None and step.parent_config is not None and hops < MAX_HOPS:
+                step, hops = (yield GetTuple(graph, step.parent_config)), hops + 1
+                if step is not None and started_from(step.checkpoint, clock):
+                    earlier = step.checkpoint["channel_values"]
+                    break
+    return changes(values, snapshot.next, keys, earlier if isinstance(earlier, dict) else None)
+
+
 class RunFlows:
     """Starting a thread, running its graph and making the ledger agree with where it stopped. (A part of `Runner`.)"""
 
@@ -173,7 +202,7 @@ class RunFlows:
         at = breakpoint_at(snapshot, interrupt_before=before, interrupt_after=after, parent_next=lambda: parent)
         payload = None
         if at is not None and isinstance(snapshot.values, dict):
-            payload = yield from self._unseen(graph, snapshot, at, parent_values)
+            payload = yield from unseen_payload(graph, snapshot, at, parent_values)
         editable = self._editable(wf, graph)
         return read_pause(
             snapshot,
@@ -186,34 +215,6 @@ class RunFlows:
             tool_schemas=agent_tool_schemas(graph),
             breakpoint_payload=payload,
         )
-
-    def _unseen(self: Runner, graph: Graph, snapshot: StateSnapshot, at: tuple[tuple[str, ...], Position],
-                parent_values: Any) -> Flow[dict[str, Any]]:
-        """A breakpoint review's payload: what the paused nodes have not seen (`breakpoint_changes`).
-
-        One checkpoint read for the versions (a `StateSnapshot` has none); when a list key changed,
-        the ancestors back to the checkpoint the node started from (for "after", the parent, read
-        already), so only the list's new items are stored.
-        """
-        nodes, position = at
-        values: dict[str, Any] = snapshot.values
-        found: CheckpointTuple | None = yield GetTuple(graph, snapshot.config)
-        if found is None:
-            return changes(values, snapshot.next, list(values), None)
-        clock = seen_clock(found.checkpoint, nodes)
-        unseen = unseen_keys(values, found.checkpoint, clock)
-        earlier: Any = None
-        if clock is not None and lists_among(values, unseen):
-            if position == "after":
-                earlier = parent_values
-            else:
-                step, hops = found, 0
-                while step is not None and step.parent_config is not None and hops < MAX_HOPS:
-                    step, hops = (yield GetTuple(graph, step.parent_config)), hops + 1
-                    if step is not None and started_from(step.checkpoint, clock):
-                        earlier = step.checkpoint["channel_values"]
-                        break
-        return changes(values, snapshot.next, unseen, earlier if isinstance(earlier, dict) else None)
 
     def _durability(self: Runner, wf: Workflow, graph: Graph) -> Durability:
         chosen = wf.durability or self.durability or "async"
