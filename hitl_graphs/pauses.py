@@ -27,6 +27,7 @@ from typing import Any
 from langgraph.types import StateSnapshot
 
 from hitl_graphs.audit import content_hash
+from hitl_graphs.breakpoint_changes import changes
 from hitl_graphs.decisions import DEFAULT_KINDS
 from hitl_graphs.gate import PLAIN_KIND, read_gate, to_json
 from hitl_graphs.interop import langchain_agents
@@ -55,12 +56,16 @@ def read_pause(
     parent_next: Callable[[], tuple[str, ...]],
     editable: Sequence[str],
     tool_schemas: Mapping[str, dict[str, Any]] | None = None,
+    breakpoint_payload: dict[str, Any] | None = None,
 ) -> Pause:
     """Classify a snapshot: paused (with its reviews), done, failed, or stalled mid-run.
 
     `parent_next` is called only when the graph has `interrupt_after` nodes: it returns the nodes
     the previous step ran, which tell an "after" breakpoint from a stalled run. `tool_schemas`
     (tool name -> argument schema) is what an edit of a middleware's tool call is checked against.
+    `breakpoint_payload` is what a breakpoint's review shows, worked out by the caller from the
+    checkpoint (`hitl_graphs.breakpoint_changes`: what the paused node has not seen); without it
+    every key shows as changed.
     """
     checkpoint_id = snapshot.config.get("configurable", {}).get("checkpoint_id")
     created = _created(snapshot)
@@ -86,17 +91,19 @@ def read_pause(
         # process died between them. LangGraph shows this like a finished thread.
         return Pause((), checkpoint_id, done=False, values=snapshot.values,
                      stalled_at=tuple(t.name for t in snapshot.tasks))
-    nodes: tuple[str, ...] = ()
-    position: Position = "before"
-    if before := [n for n in snapshot.next if n in interrupt_before or "*" in interrupt_before]:
-        nodes = tuple(before)
-    elif interrupt_after and (after := [n for n in parent_next() if n in interrupt_after or "*" in interrupt_after]):
-        nodes, position = tuple(after), "after"
-    if not nodes:
+    at = breakpoint_at(snapshot, interrupt_before=interrupt_before, interrupt_after=interrupt_after,
+                       parent_next=parent_next)
+    if at is None:
         return Pause((), checkpoint_id, done=False, values=snapshot.values, stalled_at=tuple(snapshot.next))
+    nodes, position = at
     node = ", ".join(nodes)
     review_id = hashlib.sha256(f"{thread_id}|{checkpoint_id}|{position}|{node}".encode()).hexdigest()[:32]
-    payload = {"state": to_json(snapshot.values), "next": list(snapshot.next)}
+    if breakpoint_payload is not None:
+        payload = breakpoint_payload
+    elif isinstance(snapshot.values, dict):  # no checkpoint read: every key as changed
+        payload = changes(snapshot.values, snapshot.next, list(snapshot.values), None)
+    else:
+        payload = {"state": to_json(snapshot.values), "next": list(snapshot.next)}
     review = ReviewRequest(
         review_id=review_id,
         thread_id=thread_id,
@@ -113,6 +120,24 @@ def read_pause(
         payload_hash=payload_hash(payload),
     )
     return Pause((review,), checkpoint_id, done=False, values=snapshot.values)
+
+
+def breakpoint_at(
+    snapshot: StateSnapshot,
+    *,
+    interrupt_before: Sequence[str],
+    interrupt_after: Sequence[str],
+    parent_next: Callable[[], tuple[str, ...]],
+) -> tuple[tuple[str, ...], Position] | None:
+    """The nodes a static breakpoint paused at and whether before or after them; None when the
+    snapshot is no breakpoint pause (finished, an interrupt, a failed or stalled run)."""
+    if not snapshot.next or snapshot.interrupts or any(t.error is not None for t in snapshot.tasks):
+        return None
+    if before := [n for n in snapshot.next if n in interrupt_before or "*" in interrupt_before]:
+        return tuple(before), "before"
+    if interrupt_after and (after := [n for n in parent_next() if n in interrupt_after or "*" in interrupt_after]):
+        return tuple(after), "after"
+    return None
 
 
 def _middleware_reviews(

@@ -1,6 +1,6 @@
 """How a review looks in a terminal: a plan as numbered steps, tool arguments as highlighted
-JSON, a phase's output as text, an escalation with its history. Any other kind shows its
-payload as JSON.
+JSON, a phase's output as text, an escalation with its history, a static breakpoint as what
+changed since the paused node last ran. Any other kind shows its payload as JSON.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from hitl_graphs.breakpoint_changes import is_changes
 from hitl_graphs.review_refs import review_ref
 from hitl_graphs.reviews import ReviewRequest
 
@@ -68,4 +69,21 @@ def _body(r: ReviewRequest) -> RenderableType:
         return Group(Text(f"{label}", style="bold"), Panel(p["output"], expand=False))
     if r.kind == "reply" and "answer" in p:
         return Panel(str(p["answer"]), title="agent", expand=False)
+    if r.source == "breakpoint" and is_changes(p):
+        return _changes(r, p)
     return JSON.from_data(p, default=str)
+
+
+def _changes(r: ReviewRequest, p: dict[str, Any]) -> RenderableType:
+    """A breakpoint's review: the keys the node has not seen first, the rest by name only."""
+    parts: list[RenderableType] = []
+    if p["changed"]:
+        parts += [Text("changed", style="bold"), JSON.from_data(p["changed"], default=str)]
+    for key, items in p["appended"].items():
+        parts += [Text(f"{key}: {len(items)} new item(s)", style="bold"), JSON.from_data(items, default=str)]
+    if not p["changed"] and not p["appended"]:
+        parts.append(Text(f"nothing changed since {r.node} last ran", style="italic"))
+    if p["unchanged"]:
+        parts.append(Text(f"unchanged: {', '.join(map(str, p['unchanged']))}", style="dim"))
+    parts.append(Text(f"whole state: hitl show {r.thread_id} --state", style="dim"))
+    return Group(*parts)

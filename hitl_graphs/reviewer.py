@@ -1,7 +1,7 @@
 """Who answers a review in-process: a person at a terminal, or a script.
 
 `ConsoleReviewer` asks at the terminal (approve / modify / reject, and respond / escalate where
-allowed); a modify opens `$EDITOR` on the editable values, or takes JSON inline, and a refused
+allowed; at a static breakpoint, whose review shows what changed, `state` prints the whole state); a modify opens `$EDITOR` on the editable values, or takes JSON inline, and a refused
 edit is shown and asked again. `ScriptedReviewer` answers from a table: the demo's scripted mode
 and a test double, as httpx ships `MockTransport`. `review_pending` walks everything pending.
 """
@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from rich.console import Console
+from rich.json import JSON
 from rich.prompt import Prompt
 
 from hitl_graphs.decisions import Approve, Decision, Escalate, Modify, Reject, Respond
@@ -76,7 +77,12 @@ class ConsoleReviewer:
         choices = [k for k in ("approve", "modify", "reject", "respond", "escalate") if k in review.allowed]
         if "modify" in choices and not review.editable:
             choices.remove("modify")
-        kind = self.ask("decision", choices, choices[0])
+        # a breakpoint's review shows what changed since the node last ran; "state" shows the rest
+        asks = [*choices, "state"] if review.source == "breakpoint" else choices
+        kind = self.ask("decision", asks, choices[0])
+        while kind == "state":
+            self.console.print(JSON.from_data(dict(state), default=str))
+            kind = self.ask("decision", asks, choices[0])
         seen = review.payload_hash or None
         verification = None
         if review.verify_phrase and kind in ("approve", "modify"):

@@ -97,7 +97,7 @@ def test_static_breakpoint_review_and_no_restart(runner: Driven) -> None:
     (review,) = view.reviews
     assert (review.source, review.kind, review.node, review.position) == ("breakpoint", "breakpoint", "execute", "before")
     assert review.payload["next"] == ["execute"]
-    assert review.payload["state"]["proposed_action"] == {"action": "restart", "target": "api"}
+    assert review.payload["changed"]["proposed_action"] == {"action": "restart", "target": "api"}
     assert review.editable == ("proposed_action",)
     done = runner.resume(view.thread_id, Approve())
     assert done.state["executions"] == 1

@@ -10,7 +10,7 @@ import pexpect
 from tests.conftest import ROOT, subprocess_env
 
 
-PROMPT = r"decision .*\[approve/modify/reject\]"  # Rich may wrap the choices in style codes
+PROMPT = r"decision .*\[approve/modify/reject(/state)?\]"  # Rich may wrap the choices in style codes
 ANY_PROMPT = r"decision .*\[[a-z/]+\]"
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.json import JSON
 
 from hitl_graphs.commands._base import (
     JsonFlag,
@@ -80,10 +81,18 @@ def pending(
 
 
 @app.command()
-def show(thread: str, as_json: JsonFlag = False) -> None:
-    """A thread's status, its pending reviews and its current state."""
+def show(
+    thread: str,
+    state: Annotated[bool, typer.Option("--state", help="Print the whole current state after the reviews.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """A thread's status, its pending reviews and its current state (--json has everything)."""
     with open_runner() as runner:
-        emit_view(runner.show(thread), as_json)
+        view = runner.show(thread)
+    emit_view(view, as_json)
+    if state and not as_json and view.reviews:  # a thread with no review prints its state anyway
+        out.print("state:")
+        out.print(JSON.from_data(view.state, default=str))
 
 
 @app.command()

@@ -1,7 +1,7 @@
 """The effect vocabulary of the flows and its two drivers.
 
 Every operation of the runner is written once, as a generator that yields the I/O it needs (run
-the graph, read a checkpoint, call the ledger): `Invoke`, `GetState`, `UpdateState`, `Call` (built
+the graph, read a checkpoint, call the ledger): `Invoke`, `GetState`, `GetTuple`, `UpdateState`, `Call` (built
 with the typed `call`), `Sleep`. `drive` runs a flow with `invoke` and plain calls; `adrive` with
 `ainvoke` and worker threads. Only the I/O differs (httpx's auth flows serve both clients the same way).
 
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import Durability
@@ -58,6 +59,15 @@ class GetState:
 
 
 @dataclass(frozen=True, slots=True)
+class GetTuple:
+    """One checkpoint as the saver stores it (`CheckpointTuple`: its channel versions, what each node
+    has seen, its parent), for what a `StateSnapshot` does not carry."""
+
+    graph: Graph
+    config: RunnableConfig
+
+
+@dataclass(frozen=True, slots=True)
 class UpdateState:
     graph: Graph
     config: RunnableConfig
@@ -80,7 +90,7 @@ class Sleep:
     seconds: float
 
 
-Effect = Invoke | GetState | UpdateState | Call | Sleep
+Effect = Invoke | GetState | GetTuple | UpdateState | Call | Sleep
 
 
 class StreamClosed(Exception):
@@ -174,12 +184,21 @@ def run_sync(effect: Effect) -> Any:
             return graph.invoke(input, config, durability=durability)
         case GetState(graph, config):
             return graph.get_state(config)
+        case GetTuple(graph, config):
+            return _saver(graph).get_tuple(config)
         case UpdateState(graph, config, values, as_node):
             return graph.update_state(config, values, as_node=as_node)
         case Call(fn, args, kwargs):
             return fn(*args, **(kwargs or {}))
         case Sleep(seconds):
             time.sleep(seconds)
+
+
+def _saver(graph: Graph) -> BaseCheckpointSaver[Any]:
+    saver = graph.checkpointer
+    if not isinstance(saver, BaseCheckpointSaver):
+        raise TypeError("reading a checkpoint needs a graph bound to a saver (`Runner.graph` binds one)")
+    return saver
 
 
 def drive(flow: Flow[T]) -> T:
@@ -209,6 +228,8 @@ async def run_async(effect: Effect) -> Any:
             return await graph.ainvoke(input, config, durability=durability)
         case GetState(graph, config):
             return await graph.aget_state(config)
+        case GetTuple(graph, config):
+            return await _saver(graph).aget_tuple(config)
         case UpdateState(graph, config, values, as_node):
             return await graph.aupdate_state(config, values, as_node=as_node)
         case Call(fn, args, kwargs):
@@ -220,7 +241,7 @@ async def run_async(effect: Effect) -> Any:
 def blocks(effect: Effect) -> bool:
     """Whether the async driver runs `effect` with the sync I/O on a worker thread (see "Hops")."""
     match effect:
-        case Call() | GetState() | UpdateState():
+        case Call() | GetState() | GetTuple() | UpdateState():
             return True
         case Invoke(graph=graph):
             return sync_only(graph)

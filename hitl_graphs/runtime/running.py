@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.types import Durability, StateSnapshot
 
 from hitl_graphs.errors import (
@@ -18,12 +19,14 @@ from hitl_graphs.errors import (
 from hitl_graphs.gate import to_json
 from hitl_graphs.audit import Event
 from hitl_graphs.storage.base import NewThread, ReviewRow, Synced, ThreadRow
-from hitl_graphs.pauses import Pause, pause_from_output, read_pause
+from hitl_graphs.breakpoint_changes import MAX_HOPS, changes, lists_among, seen_clock, started_from, unseen_keys
+from hitl_graphs.pauses import Pause, breakpoint_at, pause_from_output, read_pause
 from hitl_graphs.registry import Workflow
-from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStatus, ThreadView
+from hitl_graphs.reviews import HistoryEntry, Outcome, Position, ReviewRequest, ThreadStatus, ThreadView
 from hitl_graphs.runtime.driver import (
     Flow,
     GetState,
+    GetTuple,
     Invoke,
     call,
 )
@@ -49,6 +52,35 @@ def outside_the_runner(thread_id: str) -> str:
             f"(plain `graph.invoke` / `graph.stream`); bring it in with `runner.adopt({thread_id!r}, WORKFLOW)` "
             f"(`hitl adopt --workflow WORKFLOW {thread_id}`), and stream later runs with `runner.stream(...)` / "
             "`runner.stream_resume(...)`, which keep the ledger")
+
+
+def unseen_payload(graph: Graph, snapshot: StateSnapshot, at: tuple[tuple[str, ...], Position],
+                   parent_values: Any) -> Flow[dict[str, Any]]:
+    """A breakpoint review's payload: what the paused nodes have not seen (`breakpoint_changes`).
+
+    One checkpoint read for the versions (a `StateSnapshot` has none); when a list key changed,
+    the ancestors back to the checkpoint the node started from (for "after", the parent, read
+    already), so only the list's new items are stored.
+    """
+    nodes, position = at
+    values: dict[str, Any] = snapshot.values
+    found: CheckpointTuple | None = yield GetTuple(graph, snapshot.config)
+    if found is None:
+        return changes(values, snapshot.next, list(values), None)
+    clock = seen_clock(found.checkpoint, nodes)
+    keys = unseen_keys(values, found.checkpoint, clock)
+    earlier: Any = None
+    if clock is not None and lists_among(values, keys):
+        if position == "after":
+            earlier = parent_values
+        else:
+            step, hops = found, 0
+            while step is not None and step.parent_config is not None and hops < MAX_HOPS:
+                step, hops = (yield GetTuple(graph, step.parent_config)), hops + 1
+                if step is not None and started_from(step.checkpoint, clock):
+                    earlier = step.checkpoint["channel_values"]
+                    break
+    return changes(values, snapshot.next, keys, earlier if isinstance(earlier, dict) else None)
 
 
 class RunFlows:
@@ -164,19 +196,26 @@ class RunFlows:
         config = run_config(thread_id)
         snapshot: StateSnapshot = yield GetState(graph, config)
         parent: tuple[str, ...] = ()
+        parent_values: Any = None
         if graph.interrupt_after_nodes and snapshot.parent_config and snapshot.next and not snapshot.interrupts:
             parent_snapshot: StateSnapshot = yield GetState(graph, snapshot.parent_config)
-            parent = tuple(parent_snapshot.next)
+            parent, parent_values = tuple(parent_snapshot.next), parent_snapshot.values
+        before, after = node_names(graph.interrupt_before_nodes), node_names(graph.interrupt_after_nodes)
+        at = breakpoint_at(snapshot, interrupt_before=before, interrupt_after=after, parent_next=lambda: parent)
+        payload = None
+        if at is not None and isinstance(snapshot.values, dict):
+            payload = yield from unseen_payload(graph, snapshot, at, parent_values)
         editable = self._editable(wf, graph)
         return read_pause(
             snapshot,
             thread_id=thread_id,
             workflow=wf.name,
-            interrupt_before=node_names(graph.interrupt_before_nodes),
-            interrupt_after=node_names(graph.interrupt_after_nodes),
+            interrupt_before=before,
+            interrupt_after=after,
             parent_next=lambda: parent,
             editable=editable,
             tool_schemas=agent_tool_schemas(graph),
+            breakpoint_payload=payload,
         )
 
     def _durability(self: Runner, wf: Workflow, graph: Graph) -> Durability:

@@ -2,7 +2,7 @@
 stands for this reviewer ("decided by ana 2 minutes ago", "expired", "you lack the role finance").
 
 The same shapes as the terminal's `render.py`: a plan as numbered steps, tool arguments, a
-phase's output as text, an escalation's chain, else pretty JSON. Pure functions of the review,
+phase's output as text, an escalation's chain, a static breakpoint's changes, else pretty JSON. Pure functions of the review,
 the thread's history and the principal, so each page states the same facts the runner enforces.
 """
 
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from hitl_graphs.breakpoint_changes import is_changes
 from hitl_graphs.identity import Principal
 from hitl_graphs.reviews import HistoryEntry, ReviewRequest
 
@@ -59,6 +60,10 @@ def payload_view(kind: str, payload: Any, node: str = "") -> dict[str, Any]:
                 "note": p.get("instructions")}
     if kind == "reply" and "answer" in p:
         return {"shape": "text", "label": "agent", "text": str(p["answer"]), "note": None}
+    if kind == "breakpoint" and is_changes(p):
+        return {"shape": "changes", "changed": [(str(k), pretty(v)) for k, v in p["changed"].items()],
+                "appended": [(str(k), len(v) if isinstance(v, list) else 1, pretty(v)) for k, v in p["appended"].items()],
+                "unchanged": [str(k) for k in p["unchanged"]]}
     return {"shape": "json", "json": pretty(payload)}
 
 
