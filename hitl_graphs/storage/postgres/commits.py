@@ -95,12 +95,13 @@ def transaction(pool: ConnectionPool[Conn], *, durable: bool) -> Iterator[Conn]:
     """One transaction on a pooled connection that releases its locks at commit without waiting
     for the disk; with `durable`, flushed before this returns (after its locks are released).
 
-    The connection is in pipeline mode for the whole transaction: a statement is sent when a
-    result is first needed (a `fetchone`), with every statement queued before it, and what is
-    left (writes, the tails, COMMIT, the flush) goes in one last round trip. BEGIN and the
-    setting ride with the first statements. So a transaction that reads once, then writes, costs
-    two round trips, however many statements it runs. (A statement's error surfaces where its
-    result is next needed, or at that last round trip; the transaction then rolls back.)
+    The connection is in pipeline mode for the whole transaction: each statement goes to the
+    server as it is queued (so its locks are taken then, in the order written), and the client
+    waits only where it needs a result (a `fetchone`); what is left (writes, the tails, COMMIT,
+    the flush) is waited for once, at the end. BEGIN and the setting ride with the first
+    statements. So a transaction that reads once, then writes, costs two round trips, however many
+    statements it runs. (A statement's error surfaces where a result is next waited for, or at
+    the end; the transaction then rolls back.)
     """
     with pool.connection() as c:
         tails: dict[str, Tail] = {}
