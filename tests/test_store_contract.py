@@ -512,6 +512,32 @@ def test_the_latest_checkpoint_id_is_read_without_loading_it(store: Store) -> No
     assert store.latest_checkpoint_id("c1") == state.config["configurable"]["checkpoint_id"]
 
 
+def test_the_reads_a_decision_starts_with_agree_with_the_reads_one_by_one(store: Store, other: Store) -> None:
+    """`at_decision` (one round trip on a server) reads what `ledger.thread`, the pending
+    `ledger.reviews` and `latest_checkpoint_id` read: the runner checks a decision against it."""
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    class S(TypedDict):
+        n: int
+
+    nothing = other.at_decision("t1")
+    assert (nothing.thread, nothing.pending, nothing.latest_checkpoint_id) == (None, [], None)
+    paused(store, "t1", review("t1", "r2", created=5), review("t1", "r1"), review("t1", "r3", created=9))
+    claim(store, "t1", "r3")  # decided: no longer pending
+    graph = StateGraph(S)
+    graph.add_node("inc", lambda s: {"n": s["n"] + 1})
+    graph.add_edge(START, "inc")
+    graph.add_edge("inc", END)
+    graph.compile(checkpointer=store.saver).invoke({"n": 1}, {"configurable": {"thread_id": "t1"}})  # type: ignore[arg-type]
+    at = other.at_decision("t1")
+    assert at.thread == other.ledger.thread("t1") and at.thread is not None and at.thread.status == "running"
+    assert [r.review_id for r in at.pending] == ["r1", "r2"]  # oldest first, as `reviews` lists them
+    assert at.pending == other.ledger.reviews("t1", ("pending",))
+    assert at.latest_checkpoint_id == other.latest_checkpoint_id("t1") is not None
+    assert other.at_decision("t2").thread is None
+
+
 # -- tokens and the live feed --------------------------------------------------------------------
 
 

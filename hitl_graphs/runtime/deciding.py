@@ -34,7 +34,7 @@ from hitl_graphs.errors import (
 from hitl_graphs.audit import Event
 from hitl_graphs.gate import to_json
 from hitl_graphs.interop import langchain_agents
-from hitl_graphs.storage.base import ReviewRow, ThreadRow
+from hitl_graphs.storage.base import AtDecision, ReviewRow, ThreadRow
 from hitl_graphs.patches import check_needs
 from hitl_graphs.pauses import is_plain_interrupt
 from hitl_graphs.registry import Workflow
@@ -67,16 +67,21 @@ class DecideFlows:
                 defer: bool = False) -> Flow[ThreadView]:
         asked_at = time.time()
         decision = parse_decision(raw)
-        row = yield from self._thread(thread_id)
+        # the thread, its pending reviews and its latest checkpoint id in one read (one round trip
+        # on a server); a thread that is missing or whose run died takes the long way (`_thread`)
+        reads: AtDecision = yield from call(self.store.at_decision, thread_id)
+        row, at = reads.thread, (reads if reads.thread is not None else None)
+        if row is None or (row.status == "running" and not self.ledger.alive(row) and self._knows(row.workflow)):
+            row, at = (yield from self._thread(thread_id)), None
         try:
-            return (yield from self._decide(row, decision, review_id, roles, asked_at, defer))
+            return (yield from self._decide(row, decision, review_id, roles, asked_at, defer, at))
         except (DecisionError, NoPendingReviewError, ThreadBusyError) as exc:
             refused = Event("refused", review_id, decision.actor, {"kind": decision.kind, "error": str(exc)})
             yield from call(self.ledger.add_events, thread_id, [refused])
             raise
 
     def _decide(self: Runner, row: ThreadRow, decision: Decision, review_id: str | None, roles: tuple[str, ...], asked_at: float,
-                defer: bool = False) -> Flow[ThreadView]:
+                defer: bool = False, at: AtDecision | None = None) -> Flow[ThreadView]:
         thread_id = row.thread_id
         wf = self.workflow(row.workflow)
         graph = self.graph(row.workflow)
@@ -85,7 +90,7 @@ class DecideFlows:
             if not decided:
                 raise ThreadBusyError(f"thread {thread_id!r} is being run by another process ({row.owner}); "
                                       f"look again once it pauses (`hitl show {thread_id}`)")
-        pending: list[ReviewRow] = yield from call(self.ledger.reviews, thread_id, ("pending",))
+        pending: list[ReviewRow] = at.pending if at is not None else (yield from call(self.ledger.reviews, thread_id, ("pending",)))
         if not pending:
             yield from self._explain_nothing_pending(row, review_id)
         review = yield from self._pick(row, pending, review_id)
@@ -97,7 +102,7 @@ class DecideFlows:
             )
         clean = admit(decision, review.request, graph, roles=roles, started_by=row.started_by)
         values: Any = None
-        latest: str | None = yield from call(self.store.latest_checkpoint_id, thread_id)
+        latest: str | None = at.latest_checkpoint_id if at is not None else (yield from call(self.store.latest_checkpoint_id, thread_id))
         state_patch = isinstance(clean, Modify) and review.request.patch_target == "state"
         if latest is None or latest != review.checkpoint_id or state_patch:
             # the checkpoint moved since the ledger recorded the review (or we need its values):

@@ -12,6 +12,7 @@ from typing import Any
 from hitl_graphs.errors import ConfigError
 from hitl_graphs.locations import default_location
 from hitl_graphs.storage.base import (
+    AtDecision,
     AuditStore,
     DeliveryRow,
     EffectStore,
@@ -86,6 +87,7 @@ def migrate(location: str | os.PathLike[str] | None = None) -> None:
 
 
 __all__ = [
+    "AtDecision",
     "DB_ENV",
     "AuditStore",
     "DeliveryRow",

@@ -101,6 +101,16 @@ class ReviewRow:
 
 
 @dataclass(frozen=True, slots=True)
+class AtDecision:
+    """What a decision is checked against, read together (`Store.at_decision`): the thread's row,
+    its pending reviews (oldest first) and the id of its latest top-level checkpoint."""
+
+    thread: ThreadRow | None
+    pending: list[ReviewRow]
+    latest_checkpoint_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class TokenRow:
     """An API token as stored: never the secret, only who it speaks for."""
 
@@ -438,6 +448,12 @@ class Store(Protocol):
 
     def latest_checkpoint_id(self, thread_id: str) -> str | None:
         """The id of the thread's latest checkpoint (top level), None if it has none: cheap."""
+        ...
+
+    def at_decision(self, thread_id: str) -> AtDecision:
+        """The thread's row, its pending reviews and its latest checkpoint id, as `ledger.thread`,
+        `ledger.reviews` and `latest_checkpoint_id` read them, in one round trip where the
+        database is a server: the reads every decision starts with."""
         ...
 
     def close(self) -> None: ...

@@ -8,8 +8,8 @@ database binds every entry into the one global chain while it numbers it: its `a
 
 Two locks, and how long each is held:
 
-- the thread's (an advisory lock keyed by the thread id's hash), taken with the read of the
-  thread's last entry (`hitl_audit_threads`), queued with the transaction's other statements
+- the thread's (an advisory lock keyed by the thread id's hash), taken by the statement that
+  reads the thread's last entry (`hitl_audit_threads`, through `hitl_audit_thread_head`), queued with the transaction's other statements
   (`commits.transaction` runs in pipeline mode), then held until the commit: two transactions
   never extend the same thread's head;
 - the global one, taken by `hitl_audit_append`, which is sent in the same round trip as the
@@ -65,6 +65,7 @@ class _Appends:
     key: bytes | None
     heads: dict[str, psycopg.Cursor[DictRow]] = field(default_factory=dict)  # the read of each thread's last entry
     events: list[tuple[str, list[Event], float]] = field(default_factory=list)
+    relaxes_commit: bool = True  # `lock` ran `hitl_audit_thread_head`, which sets it (made with the first lock)
 
     def send(self, c: psycopg.Connection[DictRow]) -> None:
         if not self.events:
@@ -97,9 +98,9 @@ def lock(c: psycopg.Connection[DictRow], thread_id: str, key: bytes | None) -> N
     head arrives in that read's round trip instead of one of its own at commit."""
     pending = tail(c, "audit", lambda: _Appends(key))
     if thread_id not in pending.heads:
-        # the head is read after the lock is granted: a statement of its own, its own snapshot
-        c.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (THREAD_LOCK_KEY, thread_id))
-        pending.heads[thread_id] = c.execute("SELECT n, hash FROM hitl_audit_threads WHERE thread_id = %s", (thread_id,))
+        # the lock, then the head read in a snapshot taken after the lock is granted (`schema`'s
+        # `hitl_audit_thread_head`: one statement, where a lock and a read of their own took two)
+        pending.heads[thread_id] = c.execute("SELECT n, hash FROM hitl_audit_thread_head(%s)", (thread_id,))
 
 
 def append(c: psycopg.Connection[DictRow], thread_id: str, events: Iterable[Event], now: float, key: bytes | None) -> None:

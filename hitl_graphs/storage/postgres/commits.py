@@ -5,7 +5,8 @@ A commit with `synchronous_commit = on` (the server's default) waits until its W
 disk, and a transaction keeps its locks until then: the audit chain's advisory lock
 (`audit.append`) was held through one disk flush per append, so appends were flushed one at a
 time, whatever the number of workers. Here every transaction of ours commits with `SET LOCAL
-synchronous_commit = off` (its locks released as soon as the commit is in the WAL buffers), and a
+synchronous_commit = off` (set by the statement that takes the thread's audit lock, else sent
+before COMMIT; its locks released as soon as the commit is in the WAL buffers), and a
 commit that carries a promise is then flushed (`flush`) before the caller goes on. PostgreSQL
 writes WAL in order, so that flush makes every earlier commit durable too, and concurrent flushes
 share one `fdatasync` (group commit).
@@ -67,6 +68,11 @@ class Tail(Protocol):
     client process waits for a core, which on a busy machine is what makes a lock held across round
     trips a convoy (the audit chain's, `audit`)."""
 
+    relaxes_commit: bool
+    """Whether a statement the transaction ran for this tail already set its commit not to wait
+    for the disk (`SET LOCAL synchronous_commit = off`, the setting read at COMMIT), so the
+    transaction need not send the setting itself (`transaction`)."""
+
     def send(self, c: Conn) -> None:
         """Queue the statements on `c` (in pipeline mode: they go with the COMMIT)."""
 
@@ -101,7 +107,9 @@ def transaction(pool: ConnectionPool[Conn], *, durable: bool) -> Iterator[Conn]:
     the flush) is waited for once, at the end. BEGIN and the setting ride with the first
     statements. So a transaction that reads once, then writes, costs two round trips, however many
     statements it runs. (A statement's error surfaces where a result is next waited for, or at
-    the end; the transaction then rolls back.)
+    the end; the transaction then rolls back.) The commit setting is read at COMMIT, so it goes
+    last, and only where no statement of the transaction set it already (`Tail.relaxes_commit`:
+    the audit lock's, which nearly every transaction of ours takes).
     """
     with pool.connection() as c:
         tails: dict[str, Tail] = {}
@@ -109,10 +117,11 @@ def transaction(pool: ConnectionPool[Conn], *, durable: bool) -> Iterator[Conn]:
         try:
             with c.pipeline():
                 c.execute("BEGIN")
-                c.execute("SET LOCAL synchronous_commit = off")
                 yield c
                 for t in tails.values():
                     t.send(c)
+                if not any(t.relaxes_commit for t in tails.values()):
+                    c.execute("SET LOCAL synchronous_commit = off")
                 c.execute("COMMIT")
                 if durable:
                     c.execute(FLUSH_SQL)

@@ -45,7 +45,7 @@ from hitl_graphs.errors import (
     UnknownThreadError,
 )
 from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStatus
-from hitl_graphs.storage.base import Liveness, NewThread, ReviewRow, Synced, ThreadRow
+from hitl_graphs.storage.base import AtDecision, Liveness, NewThread, ReviewRow, Synced, ThreadRow
 from hitl_graphs.storage.syncing import ended, keeps_input, plan_sync, synced, with_payload
 from hitl_graphs.storage.postgres.audit import append, lock
 from hitl_graphs.storage.postgres.commits import flush, transaction
@@ -54,6 +54,8 @@ from hitl_graphs.storage.postgres.queue import CHANNEL, DB_NOW
 Conn = psycopg.Connection[DictRow]
 _THREAD = "thread_id, workflow, status, outcome, error, owner, lease_until, created_at, updated_at, started_by"
 _REVIEW = "request, status, checkpoint_id, decision, decided_at"
+LATEST_CHECKPOINT = "SELECT max(checkpoint_id) AS id FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = ''"
+"""The id of a thread's latest top-level checkpoint (LangGraph's table, in the same database)."""
 
 
 class PostgresLedger:
@@ -116,6 +118,19 @@ class PostgresLedger:
     def thread(self, thread_id: str) -> ThreadRow | None:
         rows = self._read(f"SELECT {_THREAD} FROM hitl_threads WHERE thread_id = %s", (thread_id,))
         return ThreadRow(**rows[0]) if rows else None
+
+    def at_decision(self, thread_id: str) -> AtDecision:
+        """`thread`, the pending `reviews` and the latest checkpoint id (`PostgresStore`), sent in
+        one pipeline: one round trip instead of three (see `Store.at_decision`)."""
+        with self.pool.connection() as c, c.pipeline():
+            thread = c.execute(f"SELECT {_THREAD} FROM hitl_threads WHERE thread_id = %s", (thread_id,))
+            reviews = c.execute(f"SELECT {_REVIEW} FROM hitl_reviews WHERE thread_id = %s AND status = 'pending' "
+                                "ORDER BY created_at, review_id", (thread_id,))
+            latest = c.execute(LATEST_CHECKPOINT, (thread_id,))
+            row = thread.fetchone()  # the pipeline's one sync: the other two answers come with it
+            pending = [_review_row(r) for r in reviews.fetchall()]
+            checkpoint = latest.fetchone()
+        return AtDecision(ThreadRow(**row) if row else None, pending, checkpoint["id"] if checkpoint else None)
 
     def take_thread(self, thread_id: str, *, owner: str, lease_until: float,
                     expect: Sequence[ThreadStatus] | None = None) -> ThreadRow:

@@ -19,7 +19,7 @@ import psycopg
 from psycopg.rows import DictRow
 
 from hitl_graphs.errors import ConfigError, SchemaVersionError
-from hitl_graphs.storage.postgres.audit import AUDIT_LOCK_KEY, KEYED_STATE, NO_HEAD_STATE
+from hitl_graphs.storage.postgres.audit import AUDIT_LOCK_KEY, KEYED_STATE, NO_HEAD_STATE, THREAD_LOCK_KEY
 from hitl_graphs.storage.postgres.connection import redact
 
 LEDGER = """
@@ -198,14 +198,31 @@ THREAD_CHAINS: Final[tuple[str, ...]] = (
     _APPEND_FUNCTION,
 )
 
+# A thread's audit lock and the read of its last entry in one statement (`audit.lock`): a function,
+# because a statement's snapshot is taken before it runs, and the read must see the commit of
+# whoever held the lock before us; in PL/pgSQL each statement takes a new snapshot (READ COMMITTED).
+# It also sets the transaction's commit not to wait for the disk (`commits`: a flushed commit
+# follows where a promise needs one), which a transaction otherwise spends a statement on.
+_THREAD_HEAD_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION hitl_audit_thread_head(p_thread TEXT)
+RETURNS TABLE (n BIGINT, hash TEXT) LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
+    PERFORM pg_advisory_xact_lock({THREAD_LOCK_KEY}, hashtext(p_thread));
+    RETURN QUERY SELECT t.n, t.hash FROM hitl_audit_threads t WHERE t.thread_id = p_thread;
+END
+$fn$
+"""
+
 MIGRATIONS: Final[tuple[tuple[int, str | tuple[str, ...]], ...]] = (
-    (1, LEDGER), (2, TOKENS), (3, WEBHOOKS), (4, INPUTS), (5, THREAD_CHAINS))
+    (1, LEDGER), (2, TOKENS), (3, WEBHOOKS), (4, INPUTS), (5, THREAD_CHAINS), (6, (_THREAD_HEAD_FUNCTION,)))
 """(version, DDL) in order: a script of `;`-separated statements, or the statements themselves (a
 function's body holds `;`). 1: every table SQLite's schema 3 has; 2: API tokens (their hashes);
 3: webhooks, their cursors and the delivery log; 4: run inputs kept outside the audit log until
 the first checkpoint (SQLite's 6); 5: audit entries linked within their thread and anchored into
 the global chain by the database (`audit`): each entry's anchor, each thread's last entry, and
-the function that appends."""
+the function that appends; 6: the function that takes a thread's audit lock and reads its last
+entry, one statement instead of two in every transaction that appends."""
 
 SCHEMA_VERSION: Final[int] = MIGRATIONS[-1][0]
 

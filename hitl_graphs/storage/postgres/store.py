@@ -26,7 +26,8 @@ from hitl_graphs.storage.postgres.commits import Pool, flush
 from hitl_graphs.storage.postgres.connection import CONNECTION_KWARGS, connect, redact
 from hitl_graphs.storage.postgres.effects import PostgresEffects
 from hitl_graphs.storage.postgres.feedback import PostgresFeedback
-from hitl_graphs.storage.postgres.ledger import PostgresLedger
+from hitl_graphs.storage.base import AtDecision
+from hitl_graphs.storage.postgres.ledger import LATEST_CHECKPOINT, PostgresLedger
 from hitl_graphs.storage.postgres.liveness import LeaseMarks
 from hitl_graphs.storage.postgres.migrate import migrate
 from hitl_graphs.storage.postgres.queue import PostgresQueue
@@ -85,9 +86,12 @@ class PostgresStore(AbstractContextManager["PostgresStore"]):
     def latest_checkpoint_id(self, thread_id: str) -> str | None:
         """The id of the thread's latest top-level checkpoint, None if it has none (nothing loaded)."""
         with self.pool.connection() as c:
-            row = c.execute("SELECT max(checkpoint_id) AS id FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = ''",
-                            (thread_id,)).fetchone()
+            row = c.execute(LATEST_CHECKPOINT, (thread_id,)).fetchone()
         return row["id"] if row else None
+
+    def at_decision(self, thread_id: str) -> AtDecision:
+        """The reads a decision starts with, in one round trip (`PostgresLedger.at_decision`)."""
+        return self.ledger.at_decision(thread_id)
 
     def flush(self) -> None:
         """Make every commit made so far durable (on disk), by this process or any other.

@@ -15,6 +15,7 @@ from hitl_graphs.audit import key_from_env
 from hitl_graphs.errors import ConfigError, DatabaseBusyError
 from hitl_graphs.locations import default_db_path
 from hitl_graphs.serde import GuardedSerializer
+from hitl_graphs.storage.base import AtDecision
 from hitl_graphs.storage.sqlite.audit import SqliteAudit
 from hitl_graphs.storage.sqlite.connection import HitlConnection, Synchronous, busy_message, is_busy, busy_as_error
 from hitl_graphs.storage.sqlite.effects import SqliteEffects
@@ -110,6 +111,11 @@ class SqliteStore(AbstractContextManager["SqliteStore"]):
     def latest_checkpoint_id(self, thread_id: str) -> str | None:
         """The id of the thread's latest checkpoint, None if it has none (one index lookup)."""
         return self.saver.latest_checkpoint_id(thread_id)
+
+    def at_decision(self, thread_id: str) -> AtDecision:
+        """The three reads a decision starts with (in process, so no round trip to save)."""
+        return AtDecision(self.ledger.thread(thread_id), self.ledger.reviews(thread_id, ("pending",)),
+                          self.saver.latest_checkpoint_id(thread_id))
 
     def close(self) -> None:
         """Commit what waits for a commit, then close the connection. Safe to call twice."""
