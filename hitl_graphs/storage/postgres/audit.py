@@ -9,9 +9,9 @@ database binds every entry into the one global chain while it numbers it: its `a
 Two locks, and how long each is held:
 
 - the thread's (an advisory lock keyed by the thread id's hash), taken by the statement that
-  reads the thread's last entry (`hitl_audit_threads`, through `hitl_audit_thread_head`), queued with the transaction's other statements
-  (`commits.transaction` runs in pipeline mode), then held until the commit: two transactions
-  never extend the same thread's head;
+  reads the thread's last entry (`hitl_audit_thread_head` reads `hitl_audit_threads`), queued
+  with the transaction's other statements (`commits.transaction` runs in pipeline mode), then
+  held until the commit: two transactions never extend the same thread's head;
 - the global one, taken by `hitl_audit_append`, which is sent in the same round trip as the
   COMMIT (`commits.tail`): it is held while the server numbers the entries and commits, never
   while a client process waits for a core. With many processes on few cores, a client holding a

@@ -104,8 +104,8 @@ def transaction(pool: ConnectionPool[Conn], *, durable: bool) -> Iterator[Conn]:
     The connection is in pipeline mode for the whole transaction: each statement goes to the
     server as it is queued (so its locks are taken then, in the order written), and the client
     waits only where it needs a result (a `fetchone`); what is left (writes, the tails, COMMIT,
-    the flush) is waited for once, at the end. BEGIN and the setting ride with the first
-    statements. So a transaction that reads once, then writes, costs two round trips, however many
+    the flush) is waited for once, at the end. BEGIN rides with the first statements. So a
+    transaction that reads once, then writes, costs two round trips, however many
     statements it runs. (A statement's error surfaces where a result is next waited for, or at
     the end; the transaction then rolls back.) The commit setting is read at COMMIT, so it goes
     last, and only where no statement of the transaction set it already (`Tail.relaxes_commit`:
