@@ -69,9 +69,9 @@ class DecideFlows:
         decision = parse_decision(raw)
         # the thread, its pending reviews and its latest checkpoint id in one read (one round trip
         # on a server); a thread that is missing or whose run died takes the long way (`_thread`)
-        reads: AtDecision = yield from call(self.store.at_decision, thread_id)
-        row, at = reads.thread, (reads if reads.thread is not None else None)
-        if row is None or (row.status == "running" and not self.ledger.alive(row) and self._knows(row.workflow)):
+        at: AtDecision | None = yield from call(self.store.at_decision, thread_id)
+        row = at.thread if at is not None else None
+        if row is None or self._died(row):
             row, at = (yield from self._thread(thread_id)), None
         try:
             return (yield from self._decide(row, decision, review_id, roles, asked_at, defer, at))

@@ -145,11 +145,15 @@ class RunFlows:
             raise UnknownThreadError(
                 f"thread {thread_id!r} does not exist; nothing was started (`hitl pending` lists paused threads)"
             )
-        if row.status == "running" and not self.ledger.alive(row) and self._knows(row.workflow):
+        if self._died(row):
             yield from self._reconcile(row)
             row = yield from call(self.ledger.thread, thread_id)
         assert row is not None
         return row
+
+    def _died(self: Runner, row: ThreadRow) -> bool:
+        """Whether the run holding the thread died (no live process, a workflow we can reconcile)."""
+        return row.status == "running" and not self.ledger.alive(row) and self._knows(row.workflow)
 
     def _run(self: Runner, wf: Workflow, graph: Graph, thread_id: str, input: Any, *, outcome_if_done: Outcome, new: NewThread | None = None
     ) -> Flow[ThreadView]:

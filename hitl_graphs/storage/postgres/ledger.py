@@ -54,6 +54,8 @@ from hitl_graphs.storage.postgres.queue import CHANNEL, DB_NOW
 Conn = psycopg.Connection[DictRow]
 _THREAD = "thread_id, workflow, status, outcome, error, owner, lease_until, created_at, updated_at, started_by"
 _REVIEW = "request, status, checkpoint_id, decision, decided_at"
+_THREAD_SQL = f"SELECT {_THREAD} FROM hitl_threads WHERE thread_id = %s"
+_REVIEWS_SQL = f"SELECT {_REVIEW} FROM hitl_reviews WHERE thread_id = %s AND status = ANY(%s) ORDER BY created_at, review_id"
 LATEST_CHECKPOINT = "SELECT max(checkpoint_id) AS id FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = ''"
 """The id of a thread's latest top-level checkpoint (LangGraph's table, in the same database)."""
 
@@ -116,16 +118,15 @@ class PostgresLedger:
         self._append(c, thread_id, [Event("started", actor=new.started_by, data=new.data)], now)
 
     def thread(self, thread_id: str) -> ThreadRow | None:
-        rows = self._read(f"SELECT {_THREAD} FROM hitl_threads WHERE thread_id = %s", (thread_id,))
+        rows = self._read(_THREAD_SQL, (thread_id,))
         return ThreadRow(**rows[0]) if rows else None
 
     def at_decision(self, thread_id: str) -> AtDecision:
         """`thread`, the pending `reviews` and the latest checkpoint id (`PostgresStore`), sent in
         one pipeline: one round trip instead of three (see `Store.at_decision`)."""
         with self.pool.connection() as c, c.pipeline():
-            thread = c.execute(f"SELECT {_THREAD} FROM hitl_threads WHERE thread_id = %s", (thread_id,))
-            reviews = c.execute(f"SELECT {_REVIEW} FROM hitl_reviews WHERE thread_id = %s AND status = 'pending' "
-                                "ORDER BY created_at, review_id", (thread_id,))
+            thread = c.execute(_THREAD_SQL, (thread_id,))
+            reviews = c.execute(_REVIEWS_SQL, (thread_id, ["pending"]))
             latest = c.execute(LATEST_CHECKPOINT, (thread_id,))
             row = thread.fetchone()  # the pipeline's one sync: the other two answers come with it
             pending = [_review_row(r) for r in reviews.fetchall()]
@@ -216,8 +217,7 @@ class PostgresLedger:
         )
 
     def reviews(self, thread_id: str, statuses: Iterable[str] = ("pending",)) -> list[ReviewRow]:
-        rows = self._read(f"SELECT {_REVIEW} FROM hitl_reviews WHERE thread_id = %s AND status = ANY(%s) "
-                          "ORDER BY created_at, review_id", (thread_id, list(statuses)))
+        rows = self._read(_REVIEWS_SQL, (thread_id, list(statuses)))
         return [_review_row(r) for r in rows]
 
     def pending(self, *, workflow: str | None = None, roles: Sequence[str] | None = None, limit: int = 50,
