@@ -68,6 +68,9 @@ def test_two_appends_to_one_thread_queue_so_its_chain_never_forks(pg_db_url: str
     with PostgresStore(pg_db_url) as first, PostgresStore(pg_db_url) as second:
         with transaction(first.pool, durable=True) as c:
             pg_audit.append(c, thread_id, [Event("note", actor="one")], time.time(), None)
+            with psycopg.connect(pg_db_url) as probe:  # the first holds the thread's lock before the second asks
+                _wait_for(probe, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = %s",
+                          c.info.backend_pid)
             racer = threading.Thread(target=second.ledger.add_events, args=(thread_id, [Event("note", actor="two")]))
             racer.start()
             with psycopg.connect(pg_db_url) as probe:  # the second append waits on the thread's lock
@@ -80,6 +83,15 @@ def test_two_appends_to_one_thread_queue_so_its_chain_never_forks(pg_db_url: str
         assert actors == ["one", "two"]
         report = first.audit.verify()
         assert report.ok, report.problem
+
+
+def _wait_for(probe: psycopg.Connection[tuple[object, ...]], sql: str, *args: object) -> None:
+    """Poll until `sql`'s count is positive: the first statement of a pipelined transaction is
+    sent when queued, but the server may run it a moment later (another session can get ahead)."""
+    deadline = time.monotonic() + 30
+    while not probe.execute(sql, args).fetchone()[0]:  # type: ignore[index]
+        assert time.monotonic() < deadline, f"never true: {sql}"
+        time.sleep(0.01)
 
 
 def _schema_4_with_history(url: str) -> AuditHead:
