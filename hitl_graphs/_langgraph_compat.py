@@ -12,16 +12,22 @@ loudly when an upgrade moves one:
 - `is_loop_save`: recognises the loop's "save after the previous save" task by its name.
 - `writes_have_task_path`: whether `SqliteSaver`'s `writes` table has its `task_path` column
   (the saver records it on a private attribute during `setup`).
+- `StatementCapture`: `PostgresSaver.put` / `put_writes` send their statements through the
+  private `_cursor`; within `capturing(out)` they land in `out` instead of on the server, so the
+  ledger's transaction can run them (`storage.postgres.saver`). The compat test proves a put still
+  sends nothing else (a statement sent behind our back would commit on its own).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
 from concurrent.futures import Executor
 from typing import Any
 
-TESTED = {"langgraph": ("1.2", "1.3"), "langgraph-checkpoint-sqlite": ("3.1.2", "4")}
+TESTED = {"langgraph": ("1.2", "1.3"), "langgraph-checkpoint-sqlite": ("3.1.2", "4"),
+          "langgraph-checkpoint-postgres": ("3.2", "4")}
 """Version ranges [low, high) the fenced names were checked against by the compat test."""
 
 ExecutorFactory = Callable[[Any], AbstractContextManager[Executor]]
@@ -69,3 +75,46 @@ def is_loop_save(task: Any) -> bool:
 def writes_have_task_path(saver: Any) -> bool:
     """Whether the saver's `writes` table has `task_path` (False only for an old read-only file)."""
     return bool(getattr(saver, "_has_task_path", True))
+
+
+Statement = tuple[str, Any, bool]
+"""A captured statement: its SQL, its parameters (a list of tuples when `many`), and `many`."""
+
+_CAPTURE: ContextVar[list[Statement] | None] = ContextVar("hitl_pg_capture", default=None)
+
+
+class _Recorder:
+    """Stands in for the cursor `PostgresSaver._cursor` yields: keeps what would be sent."""
+
+    def __init__(self, out: list[Statement]) -> None:
+        self.out = out
+
+    def execute(self, query: Any, params: Any = None, **_: Any) -> _Recorder:
+        self.out.append((query, params, False))
+        return self
+
+    def executemany(self, query: Any, params_seq: Any, **_: Any) -> None:
+        self.out.append((query, list(params_seq), True))
+
+
+class StatementCapture:
+    """Mix in before `PostgresSaver`: its statements go to the list `capturing` gives, if any."""
+
+    @contextmanager
+    def _cursor(self, *, pipeline: bool = False) -> Iterator[Any]:
+        out = _CAPTURE.get()
+        if out is None:
+            with super()._cursor(pipeline=pipeline) as cur:  # type: ignore[misc]  # the saver's own
+                yield cur
+        else:
+            yield _Recorder(out)
+
+
+@contextmanager
+def capturing(out: list[Statement]) -> Iterator[None]:
+    """Within the block (this thread or task), a `StatementCapture` saver's writes land in `out`."""
+    token = _CAPTURE.set(out)
+    try:
+        yield
+    finally:
+        _CAPTURE.reset(token)

@@ -46,6 +46,27 @@ def test_the_sqlite_saver_still_records_task_path() -> None:
     assert compat.writes_have_task_path(saver) is True and hasattr(saver, "_has_task_path")
 
 
+def test_the_postgres_saver_still_sends_its_writes_only_through_its_cursor() -> None:
+    """`put` and `put_writes` of `PostgresSaver`, captured, record every statement they would
+    send (blobs, the checkpoint, its writes) and reach nothing else: on a pool that is closed,
+    any other way to the server would raise."""
+    from langgraph.checkpoint.base import empty_checkpoint
+    from psycopg_pool import ConnectionPool
+
+    from hitl_graphs.storage.postgres.saver import HitlPostgresSaver
+
+    pool: ConnectionPool = ConnectionPool("postgresql://nobody@127.0.0.1:1/none", open=False)
+    saver = HitlPostgresSaver(pool)
+    checkpoint = {**empty_checkpoint(), "channel_values": {"plan": ["a", "b"], "n": 1}}
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    out: list[compat.Statement] = []
+    with compat.capturing(out):
+        saved = saver.put(config, checkpoint, {"source": "loop", "step": 1}, {"plan": "1", "n": "1"})  # type: ignore[arg-type]
+        saver.put_writes(saved, [("plan", ["c"])], "task-1")
+    sent = " ".join(str(query) for query, _, _ in out)
+    assert all(table in sent for table in ("checkpoint_blobs", "checkpoints", "checkpoint_writes")), sent
+
+
 def test_no_module_but_the_compat_module_touches_a_private_langgraph_name() -> None:
     offenders = []
     for path in PACKAGE.rglob("*.py"):
@@ -57,7 +78,7 @@ def test_no_module_but_the_compat_module_touches_a_private_langgraph_name() -> N
                 names = [node.module, *(a.name for a in node.names)]
             elif isinstance(node, ast.Import):
                 names = [a.name for a in node.names if a.name.startswith("langgraph")]
-            elif isinstance(node, ast.Attribute) and node.attr in ("_has_task_path", "get_executor_for_config"):
+            elif isinstance(node, ast.Attribute) and node.attr in ("_has_task_path", "get_executor_for_config", "_cursor"):
                 names = [node.attr]
             if any(part.startswith("_") and not part.startswith("__") for n in names for part in n.split(".")):
                 offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")

@@ -98,7 +98,7 @@ class RunFlows:
         if thread_id is None and self._durability(wf, graph) == "exit" and getattr(self.store.saver, "commits_with_ledger", False):
             # nobody knows this id before the run returns and the run writes nothing before it
             # stops: the thread's start is recorded with its first pause, in one transaction
-            # (where the checkpoint commits on its own, PostgreSQL, the start is recorded first)
+            # (where the checkpoint commits on its own, a saver of the user's, the start is recorded first)
             return (yield from self._run(wf, graph, uuid.uuid4().hex, data, outcome_if_done="completed", new=new))
         if thread_id is not None:  # an id given may already be used outside the runner
             existing: str | None = yield from call(self.store.latest_checkpoint_id, thread_id)

@@ -1,8 +1,11 @@
-"""`HitlSqliteSaver` through LangGraph's checkpointer conformance suite (vendored: see README.md).
+"""`HitlSqliteSaver` and `HitlPostgresSaver` through LangGraph's checkpointer conformance suite
+(vendored: see README.md).
 
 Each capability is its own test, on both write paths: `direct` (a plain LangGraph checkpointer:
-every `put` commits) and `deferred` (the runner's `DEFER_KEY` in every config: rows wait for the
-next commit, and `get_tuple`, `list`, ... must see them as if they were written).
+every `put` commits) and `deferred` (the runner's `DEFER_KEY` in every config: rows, or on
+PostgreSQL the statements `PostgresSaver` builds, wait for the ledger's next commit, and
+`get_tuple`, `list`, ... must see them as if they were written). PostgreSQL's run against a
+real server, a database of their own each.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMet
 
 from hitl_graphs.storage import HitlSqliteSaver, SqliteStore
 from hitl_graphs.storage.base import DEFER_KEY
+from hitl_graphs.storage.postgres import PostgresStore
+from hitl_graphs.storage.postgres.saver import HitlPostgresSaver
 from tests.saver_contract.conformance import checkpointer_test, validate
 from tests.saver_contract.conformance.capabilities import DetectedCapabilities
 from tests.saver_contract.conformance.initializer import RegisteredCheckpointer
@@ -42,6 +47,31 @@ class DeferringSaver(HitlSqliteSaver):
         super().put_writes(_deferring(config), writes, task_id, task_path)
 
 
+class DeferringPostgresSaver(HitlPostgresSaver):
+    """The PostgreSQL saver as the runner drives it: every write carries `DEFER_KEY`."""
+
+    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: ChannelVersions) -> RunnableConfig:
+        return super().put(_deferring(config), checkpoint, metadata, new_versions)
+
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                   task_path: str = "") -> None:
+        super().put_writes(_deferring(config), writes, task_id, task_path)
+
+
+def _registered_postgres(mode: str, url: str) -> RegisteredCheckpointer:
+    async def factory() -> AsyncIterator[HitlPostgresSaver]:
+        with PostgresStore(url) as store:
+            if mode == "direct":
+                yield store.saver
+            else:
+                saver = DeferringPostgresSaver(store.pool, serde=store.saver.serde)
+                yield saver
+                saver.commit_deferred()
+
+    return checkpointer_test(name=f"HitlPostgresSaver ({mode})")(factory)
+
+
 def _registered(mode: str, folder: Path) -> RegisteredCheckpointer:
     count = 0
 
@@ -64,6 +94,17 @@ def _registered(mode: str, folder: Path) -> RegisteredCheckpointer:
 @pytest.mark.parametrize("mode", ["direct", "deferred"])
 async def test_upstream_conformance(tmp_path: Path, mode: str, capability: str) -> None:
     report = await validate(_registered(mode, tmp_path), capabilities={capability})
+    result = report.results[capability]
+    assert result.detected, f"the suite does not see {capability!r} on our saver"
+    if not (result.passed and result.tests_passed > 0 and result.tests_failed == 0):
+        pytest.fail(f"{capability} ({mode}): {result.tests_failed} of {result.tests_passed + result.tests_failed} "
+                    "upstream cases failed:\n" + "\n".join(result.failures))
+
+
+@pytest.mark.parametrize("capability", SERVED)
+@pytest.mark.parametrize("mode", ["direct", "deferred"])
+async def test_upstream_conformance_on_postgres(pg_db_url: str, mode: str, capability: str) -> None:
+    report = await validate(_registered_postgres(mode, pg_db_url), capabilities={capability})
     result = report.results[capability]
     assert result.detected, f"the suite does not see {capability!r} on our saver"
     if not (result.passed and result.tests_passed > 0 and result.tests_failed == 0):

@@ -15,8 +15,8 @@ share one `fdatasync` (group commit).
 |---|---|
 | a decision (`claim`), a pause or an end (`sync`), a failure (`fail_thread`), a release | flushed (`durable=True`) |
 | an effect's result (`effects.put`), a remembered approval | flushed (a plain synchronous commit: no chain lock) |
-| a thread's start (`create_thread`), taking a thread (`take_thread`), a history entry (`add_events`, `record_once`) | not flushed: kept books, made durable by the next flushed commit (a run's pause or end; a refusal's entry, whatever comes next) |
-| a run's checkpoint under `durability="exit"` (`saver`) | not flushed: the ledger's record of where the run stopped, flushed, comes next |
+| a thread's start (`create_thread`; a run under `"exit"`: in its first pause's commit), taking a thread (`take_thread`), a history entry (`add_events`, `record_once`; from a run under `"exit"`: in the commit of where it stopped) | not flushed: kept books, made durable by the next flushed commit (a run's pause or end; a refusal's entry, whatever comes next) |
+| a run's checkpoint under `durability="exit"` (`saver`) | in the commit of the ledger's record of where the run stopped (flushed) |
 
 A process crash loses nothing at all (the server has every commit); a server crash (power loss,
 `pg_ctl stop -m immediate`) loses only commits nobody was told about: the unflushed ones come
@@ -33,11 +33,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from contextvars import ContextVar
-from typing import Any, Final, Protocol, TypeVar, cast
+from typing import Final, Protocol, TypeVar, cast
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow
 from psycopg_pool import ConnectionPool
 
@@ -145,52 +143,6 @@ def _rollback(c: Conn) -> None:
             c.execute("ROLLBACK")
 
 
-_PINNED: ContextVar[Conn | None] = ContextVar("hitl_pg_pinned", default=None)
-
-
 class Pool(ConnectionPool[Conn]):
-    """The store's pool; `relaxed()` lets code that takes its own connections from it (LangGraph's
-    `PostgresSaver`) commit without waiting for the disk.
-
-    Those commits go through a second, small pool whose sessions start with `synchronous_commit =
-    off` (a connection option: no statement spent on setting or undoing it), so a connection of
-    the main pool never carries the setting.
-    """
-
-    def __init__(self, conninfo: str, *, kwargs: dict[str, Any], max_size: int, name: str, **rest: Any) -> None:
-        given = conninfo_to_dict(conninfo).get("options")  # the URL's own options are kept
-        options = f"{given} -c synchronous_commit=off" if given else "-c synchronous_commit=off"
-        self._relaxed = ConnectionPool(conninfo, kwargs={**kwargs, "options": options}, min_size=0,
-                                       max_size=max_size, open=False, name=f"{name} (relaxed)", num_workers=1)
-        super().__init__(conninfo, kwargs=kwargs, max_size=max_size, name=name, **rest)
-
-    def open(self, wait: bool = False, timeout: float = 30.0) -> None:
-        super().open(wait, timeout)
-        self._relaxed.open()
-
-    def close(self, timeout: float = 5.0) -> None:
-        self._relaxed.close(timeout)
-        super().close(timeout)
-
-    @contextmanager
-    def connection(self, timeout: float | None = None) -> Iterator[Conn]:
-        pinned = _PINNED.get()
-        if pinned is not None:  # inside `relaxed()` in this context: its connection
-            yield pinned
-            return
-        with super().connection(timeout) as c:
-            yield c
-
-    @contextmanager
-    def relaxed(self) -> Iterator[None]:
-        """Within this block (this thread or task), the connection taken from the pool is one whose
-        commits do not wait for the disk flush.
-
-        Only for commits a flushed one follows before the caller hears back (see the table above).
-        """
-        with self._relaxed.connection() as c:
-            token = _PINNED.set(cast(Conn, c))  # the same connections as the pool's own (its kwargs set the row factory)
-            try:
-                yield
-            finally:
-                _PINNED.reset(token)
+    """The store's pool. A saver on it (`saver.HitlPostgresSaver`) keeps a run's checkpoint for
+    the ledger's transaction on this pool that records where the run stopped."""

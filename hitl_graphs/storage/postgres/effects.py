@@ -1,10 +1,13 @@
 """Effects' results, `record_event` entries and remembered approvals on PostgreSQL (`EffectStore`).
 
-Each write is its own short transaction, committed before the node goes on: an effect that
-happened is on the server, flushed to disk, before anything else can depend on it. A history entry
-(`record_once`) only keeps books: it commits without waiting for the disk and rides on the next
-flushed commit (`commits`). `ON CONFLICT DO NOTHING` keeps
-the first result when a replay races the first run.
+An effect's result is its own short transaction, committed before the node goes on: an effect
+that happened is on the server, flushed to disk, before anything else can depend on it. A history
+entry (`record_once`) only keeps books: in a run that writes its checkpoint where it stops
+(`DEFER_KEY`), it waits with that checkpoint for the ledger's record of the stop and commits with
+both (`saver.Deferred`), after the thread's start when the run is the thread's first (as on
+SQLite); a crash before loses all three together, and the run done again records it again.
+Otherwise it commits at once without waiting for the disk and rides on the next flushed commit
+(`commits`). `ON CONFLICT DO NOTHING` keeps the first result when a replay races the first run.
 """
 
 from __future__ import annotations
@@ -14,20 +17,25 @@ import time
 from typing import Any
 
 import psycopg
+from langgraph.config import get_config
 from psycopg.rows import DictRow
 from psycopg_pool import ConnectionPool
 
 from hitl_graphs.audit import Event
+from hitl_graphs.storage.base import DEFER_KEY
 from hitl_graphs.storage.postgres.audit import append, lock
 from hitl_graphs.storage.postgres.commits import transaction
+from hitl_graphs.storage.postgres.saver import Deferred, History
 
 
 class PostgresEffects:
     """Recorded effect results and remembered approvals."""
 
-    def __init__(self, pool: ConnectionPool[psycopg.Connection[DictRow]], key: bytes | None) -> None:
+    def __init__(self, pool: ConnectionPool[psycopg.Connection[DictRow]], key: bytes | None,
+                 deferred: Deferred | None = None) -> None:
         self.pool = pool
         self.key = key
+        self.deferred = deferred
 
     def get(self, thread_id: str, key: str) -> tuple[bool, Any]:
         with self.pool.connection() as c:
@@ -40,8 +48,12 @@ class PostgresEffects:
                       "ON CONFLICT DO NOTHING", (thread_id, key, json.dumps(result), time.time()))
 
     def record_once(self, thread_id: str, key: str, event: str, data: dict[str, Any]) -> None:
-        """Append `event` to the thread's history unless `key` was recorded before, in one transaction."""
+        """Append `event` to the thread's history unless `key` was recorded before: with the run's
+        checkpoint if it waits for one (see the module), else in one transaction."""
         now = time.time()
+        if self.deferred is not None and _run_defers():
+            self.deferred.add_history(thread_id, History(key, event, data, now))
+            return
         with transaction(self.pool, durable=False) as c:  # a history entry: rides on the next flushed commit
             added = c.execute("INSERT INTO hitl_effects (thread_id, key, result, at) VALUES (%s, %s, %s, %s) "
                               "ON CONFLICT DO NOTHING RETURNING key", (thread_id, key, json.dumps(data), now))
@@ -63,3 +75,11 @@ class PostgresEffects:
                 "SELECT workflow, started_by, %s, %s, %s FROM hitl_threads WHERE thread_id = %s AND started_by IS NOT NULL "
                 "ON CONFLICT DO NOTHING", (tool, approved_by, time.time(), thread_id)).rowcount
         return bool(added)
+
+
+def _run_defers() -> bool:
+    """Whether the run calling (a node's `record_event`) keeps its checkpoint for the ledger's commit."""
+    try:
+        return bool(get_config().get("configurable", {}).get(DEFER_KEY))
+    except RuntimeError:  # called outside a run
+        return False

@@ -50,6 +50,7 @@ from hitl_graphs.storage.syncing import ended, keeps_input, plan_sync, synced, w
 from hitl_graphs.storage.postgres.audit import append, lock
 from hitl_graphs.storage.postgres.commits import flush, transaction
 from hitl_graphs.storage.postgres.queue import CHANNEL, DB_NOW
+from hitl_graphs.storage.postgres.saver import Deferred, History, send
 
 Conn = psycopg.Connection[DictRow]
 _THREAD = "thread_id, workflow, status, outcome, error, owner, lease_until, created_at, updated_at, started_by"
@@ -63,10 +64,14 @@ LATEST_CHECKPOINT = "SELECT max(checkpoint_id) AS id FROM checkpoints WHERE thre
 class PostgresLedger:
     """SQL for the ledger tables. Every method is one transaction on a pooled connection."""
 
-    def __init__(self, pool: ConnectionPool[Conn], marks: Liveness, key: bytes | None) -> None:
+    def __init__(self, pool: ConnectionPool[Conn], marks: Liveness, key: bytes | None,
+                 deferred: Deferred | None = None) -> None:
         self.pool = pool
         self.marks = marks
         self.key = key
+        self.deferred = deferred if deferred is not None else Deferred()
+        """The saver's statements of runs' checkpoints, sent with the ledger's next record of where
+        each run stopped (`saver`)."""
 
     def alive(self, row: ThreadRow) -> bool:
         if row.status != "running" or not row.owner:
@@ -84,6 +89,31 @@ class PostgresLedger:
         on (`commits`: which commit promises what)."""
         with transaction(self.pool, durable=durable) as c:
             yield c
+
+    @contextmanager
+    def _settling(self, thread_id: str) -> Iterator[tuple[Conn, list[History]]]:
+        """A flushed transaction that records where the thread's run stopped: it sends the run's
+        checkpoint first (`saver.Deferred`) and hands the run's waiting history entries to the
+        caller (`_queue_history`), so all of it commits together; rolled back, it all waits again."""
+        waiting = self.deferred.take(thread_id)
+        try:
+            with transaction(self.pool, durable=True) as c:
+                send(c, waiting.statements)
+                yield c, waiting.history
+        except BaseException:
+            self.deferred.put_back(thread_id, waiting)
+            raise
+
+    def commit_waiting(self) -> None:
+        """Commit every run's checkpoint and history entries still waiting (a run that never
+        settled; `PostgresStore.close`), each thread's in a transaction of its own."""
+        for thread_id in self.deferred.threads():
+            now = time.time()
+            with self._settling(thread_id) as (c, history):
+                queued = _queue_history(c, thread_id, history, now)
+                if queued:
+                    lock(c, thread_id, self.key)
+                    self._append(c, thread_id, _history_events(queued), now)
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[DictRow]:
         with self.pool.connection() as c:
@@ -251,10 +281,11 @@ class PostgresLedger:
         """Make the ledger agree with the thread's latest checkpoint, in one transaction (the rules
         are `hitl_graphs.storage.syncing`'s, shared with SQLite)."""
         now = time.time()
-        with self._tx(durable=True) as c:
+        with self._settling(thread_id) as (c, history):  # the run's checkpoint first
             if new is not None:
                 self._insert_thread(c, thread_id, new, None, None, now,  # its start first in the history
                                     keep_input=keeps_input(status))
+            queued = _queue_history(c, thread_id, history, now)  # what the run recorded, answered with the reads below
             # the reviews, the thread and its audit lock (the lock order), in one round trip
             reviews = c.execute("SELECT review_id, status, request FROM hitl_reviews WHERE thread_id = %s "
                                 "ORDER BY created_at, review_id FOR UPDATE", (thread_id,))
@@ -286,7 +317,8 @@ class PostgresLedger:
                 c.execute("DELETE FROM hitl_inputs WHERE thread_id = %s", (thread_id,))
             if (plan.decided and status == "paused") or any(r.deadline is not None for r, _ in plan.added):
                 c.execute("SELECT pg_notify(%s, %s)", (CHANNEL, thread_id))  # sent when this commits
-            self._append(c, thread_id, [*plan.events, *ended(prev.status, prev.outcome, status, outcome, error)], now)
+            self._append(c, thread_id, [*_history_events(queued), *plan.events,
+                                        *ended(prev.status, prev.outcome, status, outcome, error)], now)
         return synced(plan, replace(prev, status=status, outcome=outcome, error=error, owner=None, lease_until=None,
                                     updated_at=now))
 
@@ -299,20 +331,23 @@ class PostgresLedger:
 
     def fail_thread(self, thread_id: str, error: str, events: Sequence[Event] = ()) -> None:
         now = time.time()
-        with self._tx(durable=True) as c:
+        with self._settling(thread_id) as (c, history):
+            queued = _queue_history(c, thread_id, history, now)
             c.execute("UPDATE hitl_threads SET status = 'failed', error = %s, owner = NULL, lease_until = NULL, "
                       "updated_at = %s WHERE thread_id = %s", (error, now, thread_id))
-            self._append(c, thread_id, [*events, Event("failed", data={"error": error})], now)
+            self._append(c, thread_id, [*_history_events(queued), *events, Event("failed", data={"error": error})], now)
 
     def release(self, thread_id: str, review_id: str, reason: str) -> None:
         now = time.time()
         error = f"the graph raised {reason} on the decision's resume value; `hitl recover` asks again"
-        with self._tx(durable=True) as c:
+        with self._settling(thread_id) as (c, history):
+            queued = _queue_history(c, thread_id, history, now)
             c.execute("UPDATE hitl_reviews SET status = 'superseded' WHERE thread_id = %s AND review_id = %s "
                       "AND status = 'decided'", (thread_id, review_id))
             c.execute("UPDATE hitl_threads SET status = 'failed', outcome = NULL, error = %s, owner = NULL, "
                       "lease_until = NULL, updated_at = %s WHERE thread_id = %s", (error, now, thread_id))
-            self._append(c, thread_id, [Event("released", review_id, data={"error": reason})], now)
+            self._append(c, thread_id, [*_history_events(queued), Event("released", review_id, data={"error": reason})],
+                         now)
 
     def threads_outside(self) -> list[str]:
         return [r["thread_id"] for r in self._read(
@@ -364,6 +399,22 @@ class PostgresLedger:
 _ENTRIES = ("SELECT e.seq, e.thread_id, e.review_id, e.event, e.actor, e.data, e.at, r.request FROM hitl_events e "
             "LEFT JOIN hitl_reviews r ON e.event = 'review_requested' AND r.thread_id = e.thread_id "
             "AND r.review_id = e.review_id")
+
+
+Queued = list[tuple[History, "psycopg.Cursor[DictRow]"]]
+
+
+def _queue_history(c: Conn, thread_id: str, history: Sequence[History], now: float) -> Queued:
+    """Queue a run's waiting history entries' keys (`record_event`: each once per thread; a replay
+    of the node finds its key); `_history_events` reads which were new once the transaction's next
+    answer has come (no round trip of their own)."""
+    return [(h, c.execute("INSERT INTO hitl_effects (thread_id, key, result, at) VALUES (%s, %s, %s, %s) "
+                          "ON CONFLICT DO NOTHING RETURNING key", (thread_id, h.key, json.dumps(h.data), now)))
+            for h in history]
+
+
+def _history_events(queued: Queued) -> list[Event]:
+    return [Event(h.event, data=h.data) for h, added in queued if added.fetchone() is not None]
 
 
 def _length(lease_until: float | None, now: float) -> float | None:

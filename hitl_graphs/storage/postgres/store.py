@@ -75,8 +75,8 @@ class PostgresStore(AbstractContextManager["PostgresStore"]):
             raise StorageError(f"cannot open connections to PostgreSQL at {self.location}: {exc}") from exc
         self.saver = HitlPostgresSaver(self.pool, serde=GuardedSerializer())
         self.marks = LeaseMarks()
-        self.ledger = PostgresLedger(self.pool, self.marks, self.audit_key)
-        self.effects = PostgresEffects(self.pool, self.audit_key)
+        self.ledger = PostgresLedger(self.pool, self.marks, self.audit_key, self.saver.deferred)
+        self.effects = PostgresEffects(self.pool, self.audit_key, self.saver.deferred)
         self.audit = PostgresAudit(self.pool, self.audit_key)
         self.feedback = PostgresFeedback(self.pool)
         self.tokens = PostgresTokens(self.pool)
@@ -85,12 +85,14 @@ class PostgresStore(AbstractContextManager["PostgresStore"]):
 
     def latest_checkpoint_id(self, thread_id: str) -> str | None:
         """The id of the thread's latest top-level checkpoint, None if it has none (nothing loaded)."""
+        self.saver.commit_deferred(thread_id)
         with self.pool.connection() as c:
             row = c.execute(LATEST_CHECKPOINT, (thread_id,)).fetchone()
         return row["id"] if row else None
 
     def at_decision(self, thread_id: str) -> AtDecision:
         """The reads a decision starts with, in one round trip (`PostgresLedger.at_decision`)."""
+        self.saver.commit_deferred(thread_id)  # none wait unless a run of this process failed to settle
         return self.ledger.at_decision(thread_id)
 
     def flush(self) -> None:
@@ -103,7 +105,10 @@ class PostgresStore(AbstractContextManager["PostgresStore"]):
             flush(c)
 
     def close(self) -> None:
-        """Close the pool's connections (and a worker's listening one). Safe to call twice."""
+        """Commit what waits for a commit, then close the pool's connections (and a worker's
+        listening one). Safe to call twice."""
+        if not self.pool.closed:
+            self.ledger.commit_waiting()
         self.queue.close()
         self.pool.close()
 
