@@ -247,3 +247,59 @@ def test_a_run_killed_before_the_ledger_records_its_pause(pg_db_url: str, effect
         assert [r.workflow for r in pending] == ["pay"]
         assert runner.resume(pending[0].thread_id, Approve(actor="ana")).status == "done"
     assert Counter(effects())["prepare"] == 1 and Counter(e.split(":")[0] for e in effects())["pay"] == 1
+
+
+NOTED = '''
+from typing import TypedDict
+from langgraph.graph import END, START, StateGraph
+from hitl_graphs import Workflow, request_review
+from hitl_graphs.effects import record_event
+
+class S(TypedDict, total=False):
+    to: str
+    sent: bool
+
+def note(state):
+    record_event("noted", {"to": state["to"]})
+    return {}
+
+def send(state):
+    request_review("gate", {"to": state["to"]})
+    return {"sent": True}
+
+def build():
+    g = StateGraph(S)
+    g.add_node("note", note)
+    g.add_node("send", send)
+    g.add_edge(START, "note")
+    g.add_edge("note", "send")
+    g.add_edge("send", END)
+    return g
+
+NOTED = Workflow("noted-exit", build, example_input={"to": "ana"}, durability="exit")
+'''
+
+
+def test_a_runs_history_entry_commits_with_its_checkpoint_after_its_start(pg_db_url: str, effects_file: Path) -> None:
+    """A run under "exit" that records an entry before it pauses: the entry, the run's checkpoint and
+    the thread's start commit together with the pause, the start first in the history (as on
+    SQLite); killed before that commit, the run leaves no entry, no checkpoint and no thread."""
+    scope: dict[str, Any] = {}
+    exec(NOTED, scope)  # the same workflow as the killed process below
+    with Runner.open(pg_db_url, workflows=[scope["NOTED"]]) as runner:
+        thread_id = runner.start("noted-exit").thread_id
+        events = [e.event for e in runner.history(thread_id)]
+        assert events[:3] == ["started", "noted", "review_requested"], events
+        assert runner.audit_verify().ok
+    killed = python(pg_db_url, NOTED + (
+        "import os, signal\n"
+        "from hitl_graphs import Runner\n"
+        f"with Runner.open({pg_db_url!r}, workflows=[NOTED]) as r:\n"
+        "    r.store.ledger.sync = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    r.start('noted-exit')\n"
+    ))
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with psycopg.connect(pg_db_url) as conn:
+        for table in ("hitl_threads", "hitl_events", "checkpoints", "hitl_effects"):
+            n = conn.execute(f"SELECT count(DISTINCT thread_id) FROM {table}").fetchone()[0]  # type: ignore[index]
+            assert n == 1, f"{table}: {n} threads (the killed run left something)"
