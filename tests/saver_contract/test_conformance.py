@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.base import BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata
 
 from hitl_graphs.storage import HitlSqliteSaver, SqliteStore
 from hitl_graphs.storage.base import DEFER_KEY
@@ -35,8 +35,8 @@ def _deferring(config: RunnableConfig) -> RunnableConfig:
     return {**config, "configurable": {**config["configurable"], DEFER_KEY: True}}
 
 
-class DeferringSaver(HitlSqliteSaver):
-    """Our saver as the runner drives it: every write carries `DEFER_KEY`."""
+class Deferring(BaseCheckpointSaver[Any]):
+    """Mix in before one of our savers: every write carries `DEFER_KEY`, as the runner drives it."""
 
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
@@ -47,16 +47,12 @@ class DeferringSaver(HitlSqliteSaver):
         super().put_writes(_deferring(config), writes, task_id, task_path)
 
 
-class DeferringPostgresSaver(HitlPostgresSaver):
-    """The PostgreSQL saver as the runner drives it: every write carries `DEFER_KEY`."""
+class DeferringSaver(Deferring, HitlSqliteSaver):
+    """The SQLite saver as the runner drives it."""
 
-    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-            new_versions: ChannelVersions) -> RunnableConfig:
-        return super().put(_deferring(config), checkpoint, metadata, new_versions)
 
-    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
-                   task_path: str = "") -> None:
-        super().put_writes(_deferring(config), writes, task_id, task_path)
+class DeferringPostgresSaver(Deferring, HitlPostgresSaver):
+    """The PostgreSQL saver as the runner drives it."""
 
 
 def _registered_postgres(mode: str, url: str) -> RegisteredCheckpointer:
@@ -90,26 +86,25 @@ def _registered(mode: str, folder: Path) -> RegisteredCheckpointer:
     return checkpointer_test(name=f"HitlSqliteSaver ({mode})")(factory)
 
 
-@pytest.mark.parametrize("capability", SERVED)
-@pytest.mark.parametrize("mode", ["direct", "deferred"])
-async def test_upstream_conformance(tmp_path: Path, mode: str, capability: str) -> None:
-    report = await validate(_registered(mode, tmp_path), capabilities={capability})
+async def _passes(registered: RegisteredCheckpointer, mode: str, capability: str) -> None:
+    report = await validate(registered, capabilities={capability})
     result = report.results[capability]
     assert result.detected, f"the suite does not see {capability!r} on our saver"
     if not (result.passed and result.tests_passed > 0 and result.tests_failed == 0):
         pytest.fail(f"{capability} ({mode}): {result.tests_failed} of {result.tests_passed + result.tests_failed} "
                     "upstream cases failed:\n" + "\n".join(result.failures))
+
+
+@pytest.mark.parametrize("capability", SERVED)
+@pytest.mark.parametrize("mode", ["direct", "deferred"])
+async def test_upstream_conformance(tmp_path: Path, mode: str, capability: str) -> None:
+    await _passes(_registered(mode, tmp_path), mode, capability)
 
 
 @pytest.mark.parametrize("capability", SERVED)
 @pytest.mark.parametrize("mode", ["direct", "deferred"])
 async def test_upstream_conformance_on_postgres(pg_db_url: str, mode: str, capability: str) -> None:
-    report = await validate(_registered_postgres(mode, pg_db_url), capabilities={capability})
-    result = report.results[capability]
-    assert result.detected, f"the suite does not see {capability!r} on our saver"
-    if not (result.passed and result.tests_passed > 0 and result.tests_failed == 0):
-        pytest.fail(f"{capability} ({mode}): {result.tests_failed} of {result.tests_passed + result.tests_failed} "
-                    "upstream cases failed:\n" + "\n".join(result.failures))
+    await _passes(_registered_postgres(mode, pg_db_url), mode, capability)
 
 
 def test_served_capabilities_are_what_the_suite_detects(tmp_path: Path) -> None:
