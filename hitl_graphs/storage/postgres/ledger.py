@@ -110,10 +110,7 @@ class PostgresLedger:
         for thread_id in self.deferred.threads():
             now = time.time()
             with self._settling(thread_id) as (c, history):
-                queued = _queue_history(c, thread_id, history, now)
-                if queued:
-                    lock(c, thread_id, self.key)
-                    self._append(c, thread_id, _history_events(queued), now)
+                self._append(c, thread_id, _history_events(_queue_history(c, thread_id, history, now)), now)
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[DictRow]:
         with self.pool.connection() as c:

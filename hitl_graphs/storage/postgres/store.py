@@ -107,10 +107,12 @@ class PostgresStore(AbstractContextManager["PostgresStore"]):
     def close(self) -> None:
         """Commit what waits for a commit, then close the pool's connections (and a worker's
         listening one). Safe to call twice."""
-        if not self.pool.closed:
-            self.ledger.commit_waiting()
-        self.queue.close()
-        self.pool.close()
+        try:
+            if not self.pool.closed:
+                self.ledger.commit_waiting()
+        finally:
+            self.queue.close()
+            self.pool.close()
 
     def __exit__(self, *exc: object) -> None:
         self.close()
