@@ -303,3 +303,28 @@ def test_a_runs_history_entry_commits_with_its_checkpoint_after_its_start(pg_db_
         for table in ("hitl_threads", "hitl_events", "checkpoints", "hitl_effects"):
             n = conn.execute(f"SELECT count(DISTINCT thread_id) FROM {table}").fetchone()[0]  # type: ignore[index]
             assert n == 1, f"{table}: {n} threads (the killed run left something)"
+
+
+def test_a_checkpoint_whose_ledger_commit_rolls_back_waits_again_and_is_not_lost(pg_db_url: str) -> None:
+    """A run's checkpoint waits for the ledger's transaction that records where the run stopped; when
+    that transaction fails (here the thread is unknown) and rolls back, the checkpoint waits again:
+    the next read through the saver commits it and finds it whole."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    from hitl_graphs.errors import UnknownThreadError
+    from hitl_graphs.storage.base import DEFER_KEY
+    from hitl_graphs.storage.postgres import PostgresStore
+
+    checkpoint = {**empty_checkpoint(), "channel_values": {"plan": ["a", "b"], "n": 2},
+                  "channel_versions": {"plan": "1", "n": "1"}}
+    with PostgresStore(pg_db_url) as store, psycopg.connect(pg_db_url) as probe:
+        config = {"configurable": {"thread_id": "t-1", "checkpoint_ns": "", DEFER_KEY: True}}
+        store.saver.put(config, checkpoint, {"source": "loop", "step": 1}, {"plan": "1", "n": "1"})  # type: ignore[arg-type]
+        assert probe.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == 0  # type: ignore[index]
+        with pytest.raises(UnknownThreadError):
+            store.ledger.sync("t-1", status="done", outcome="completed", error=None, pending=[])
+        assert probe.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == 0  # type: ignore[index]
+        got = store.saver.get_tuple({"configurable": {"thread_id": "t-1", "checkpoint_ns": ""}})
+        assert got is not None and got.checkpoint["id"] == checkpoint["id"]
+        assert got.checkpoint["channel_values"] == {"plan": ["a", "b"], "n": 2}
+        assert probe.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == 1  # type: ignore[index]
