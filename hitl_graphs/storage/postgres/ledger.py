@@ -108,9 +108,8 @@ class PostgresLedger:
         """Commit every run's checkpoint and history entries still waiting (a run that never
         settled; `PostgresStore.close`), each thread's in a transaction of its own."""
         for thread_id in self.deferred.threads():
-            now = time.time()
             with self._settling(thread_id) as (c, history):
-                self._append(c, thread_id, _history_events(_queue_history(c, thread_id, history, now)), now)
+                self._append(c, thread_id, _history_events(_queue_history(c, thread_id, history)), time.time())
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[DictRow]:
         with self.pool.connection() as c:
@@ -282,7 +281,7 @@ class PostgresLedger:
             if new is not None:
                 self._insert_thread(c, thread_id, new, None, None, now,  # its start first in the history
                                     keep_input=keeps_input(status))
-            queued = _queue_history(c, thread_id, history, now)  # what the run recorded, answered with the reads below
+            queued = _queue_history(c, thread_id, history)  # what the run recorded, answered with the reads below
             # the reviews, the thread and its audit lock (the lock order), in one round trip
             reviews = c.execute("SELECT review_id, status, request FROM hitl_reviews WHERE thread_id = %s "
                                 "ORDER BY created_at, review_id FOR UPDATE", (thread_id,))
@@ -329,7 +328,7 @@ class PostgresLedger:
     def fail_thread(self, thread_id: str, error: str, events: Sequence[Event] = ()) -> None:
         now = time.time()
         with self._settling(thread_id) as (c, history):
-            queued = _queue_history(c, thread_id, history, now)
+            queued = _queue_history(c, thread_id, history)
             c.execute("UPDATE hitl_threads SET status = 'failed', error = %s, owner = NULL, lease_until = NULL, "
                       "updated_at = %s WHERE thread_id = %s", (error, now, thread_id))
             self._append(c, thread_id, [*_history_events(queued), *events, Event("failed", data={"error": error})], now)
@@ -338,7 +337,7 @@ class PostgresLedger:
         now = time.time()
         error = f"the graph raised {reason} on the decision's resume value; `hitl recover` asks again"
         with self._settling(thread_id) as (c, history):
-            queued = _queue_history(c, thread_id, history, now)
+            queued = _queue_history(c, thread_id, history)
             c.execute("UPDATE hitl_reviews SET status = 'superseded' WHERE thread_id = %s AND review_id = %s "
                       "AND status = 'decided'", (thread_id, review_id))
             c.execute("UPDATE hitl_threads SET status = 'failed', outcome = NULL, error = %s, owner = NULL, "
@@ -401,12 +400,12 @@ _ENTRIES = ("SELECT e.seq, e.thread_id, e.review_id, e.event, e.actor, e.data, e
 Queued = list[tuple[History, "psycopg.Cursor[DictRow]"]]
 
 
-def _queue_history(c: Conn, thread_id: str, history: Sequence[History], now: float) -> Queued:
+def _queue_history(c: Conn, thread_id: str, history: Sequence[History]) -> Queued:
     """Queue a run's waiting history entries' keys (`record_event`: each once per thread; a replay
     of the node finds its key); `_history_events` reads which were new once the transaction's next
     answer has come (no round trip of their own)."""
     return [(h, c.execute("INSERT INTO hitl_effects (thread_id, key, result, at) VALUES (%s, %s, %s, %s) "
-                          "ON CONFLICT DO NOTHING RETURNING key", (thread_id, h.key, json.dumps(h.data), now)))
+                          "ON CONFLICT DO NOTHING RETURNING key", (thread_id, h.key, json.dumps(h.data), h.at)))
             for h in history]
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,7 @@ class History:
     event: str
     data: dict[str, Any]
     at: float
+    """When the node recorded it (the key's row keeps it, as on SQLite)."""
 
 
 @dataclass
@@ -135,10 +137,8 @@ class HitlPostgresSaver(StatementCapture, ThreadedAsync, PostgresSaver):
         if not self._defers(config):
             written = super().put(config, checkpoint, metadata, new_versions)
         else:
-            out: list[Statement] = []
-            with capturing(out):
+            with self._kept(config):
                 written = super().put(config, checkpoint, metadata, new_versions)
-            self.deferred.add(str(config["configurable"]["thread_id"]), out)
         note_written(config, checkpoint["id"])
         return written
 
@@ -146,13 +146,19 @@ class HitlPostgresSaver(StatementCapture, ThreadedAsync, PostgresSaver):
                    task_path: str = "") -> None:
         if not self._defers(config):
             return super().put_writes(config, writes, task_id, task_path)
-        out: list[Statement] = []
-        with capturing(out):
+        with self._kept(config):
             super().put_writes(config, writes, task_id, task_path)
-        self.deferred.add(str(config["configurable"]["thread_id"]), out)
 
     def _defers(self, config: RunnableConfig) -> bool:
         return self.commits_with_ledger and bool(config.get("configurable", {}).get(DEFER_KEY))
+
+    @contextmanager
+    def _kept(self, config: RunnableConfig) -> Iterator[None]:
+        """Within the block, the saver's statements are kept for the config's thread instead of sent."""
+        out: list[Statement] = []
+        with capturing(out):
+            yield
+        self.deferred.add(str(config["configurable"]["thread_id"]), out)
 
     def commit_deferred(self, thread_id: str | None = None) -> None:
         """Commit the checkpoint statements waiting for `thread_id` (every thread's when None) on
@@ -172,10 +178,7 @@ class HitlPostgresSaver(StatementCapture, ThreadedAsync, PostgresSaver):
     def _visible(self, config: RunnableConfig | None) -> None:
         """Before a read: commit what waits for the thread the config names (or for all)."""
         thread_id = (config or {}).get("configurable", {}).get("thread_id")
-        if thread_id is None:
-            self.commit_deferred()
-        elif self.deferred.statements_waiting(str(thread_id)):
-            self.commit_deferred(str(thread_id))
+        self.commit_deferred(None if thread_id is None else str(thread_id))
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         self._visible(config)
