@@ -7,6 +7,11 @@
 - **Concurrency**: the same cycles, 8 at a time from one event loop (`asyncio.gather` over 8
   threads) against 8 one after another; throughput ratio for ours and for plain. Target: ours at
   least 1.5x.
+- **Concurrency while steps wait**: the same again with each plan step blocking 5 ms on I/O first
+  (`graphs.executor_for`), as a step that calls a model or an API does. Running many at once pays
+  off when cycles wait; with steps that only compute, one interpreter lock runs one cycle at a time
+  however many are in flight, and the gain is capped by the share of a cycle spent off that lock
+  (`process_cores_busy`: about 0.9 of a core one at a time leaves about 1.1x, for plain LangGraph too).
 
 All four variants run in every round, in a shuffled order, on one event loop kept for the whole
 figure (each side keeps its connection and its pools, as a long-running server would); each ratio
@@ -72,8 +77,20 @@ def at_once(cycle: Cycle, n: int) -> Cycle:
     return run
 
 
+STEP_WAIT = 0.005
+"""Seconds each plan step blocks on I/O in the figure's second part."""
+
+
 def async_figure(workdir: Path, *, n_rounds: int, per_round: int, concurrency: int = 8) -> dict[str, Any]:
-    """Ours and plain async LangGraph, 1 and `concurrency` cycles at a time, side by side."""
+    """Ours and plain async LangGraph, 1 and `concurrency` cycles at a time, side by side: steps that only
+    compute, then (`"waiting"`) steps that first wait `STEP_WAIT` seconds on I/O."""
+    figure = _async_runs(workdir, n_rounds=n_rounds, per_round=per_round, concurrency=concurrency, step_wait=0.0)
+    figure["waiting"] = _async_runs(workdir, n_rounds=n_rounds, per_round=per_round, concurrency=concurrency,
+                                    step_wait=STEP_WAIT)
+    return figure
+
+
+def _async_runs(workdir: Path, *, n_rounds: int, per_round: int, concurrency: int, step_wait: float) -> dict[str, Any]:
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     from hitl_graphs import Runner, SqliteStore
@@ -82,7 +99,7 @@ def async_figure(workdir: Path, *, n_rounds: int, per_round: int, concurrency: i
     for db in (ours_db, plain_db):
         remove_db(db)
     loop = asyncio.new_event_loop()
-    runner = Runner(SqliteStore(ours_db), [ours_workflow()], owns_store=True)
+    runner = Runner(SqliteStore(ours_db), [ours_workflow(step_wait=step_wait)], owns_store=True)
 
     async def open_plain() -> tuple[Any, Any]:
         import aiosqlite
@@ -90,7 +107,7 @@ def async_figure(workdir: Path, *, n_rounds: int, per_round: int, concurrency: i
         conn = await aiosqlite.connect(plain_db)
         saver = AsyncSqliteSaver(conn)
         await saver.setup()  # WAL, as SqliteStore; SQLite's default synchronous (FULL) on both
-        return plain_plan_review_graph().compile(checkpointer=saver), conn
+        return plain_plan_review_graph(step_wait=step_wait).compile(checkpointer=saver), conn
 
     plain_app, plain_conn = loop.run_until_complete(open_plain())
     ours, plain = ours_async_cycle(runner), plain_async_cycle(plain_app)
@@ -119,6 +136,7 @@ def async_figure(workdir: Path, *, n_rounds: int, per_round: int, concurrency: i
     return {
         "cycle": "astart (plan -> review_plan pauses) + aresume with Approve (-> execute -> end), fresh thread id; "
                  "plain: AsyncSqliteSaver, ainvoke with durability='exit'; both synchronous=FULL, WAL, one file each",
+        "step_wait_ms": step_wait * 1000,
         "rounds": n_rounds,
         "batches_per_round": per_round,
         "cycles_per_batch": n,

@@ -13,6 +13,7 @@ instead of `request_review`, and nothing else (no validation, no ledger, no hist
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypedDict
 
@@ -39,20 +40,35 @@ def executor(step: str, context: Any) -> str:
     return f"done: {step}"
 
 
+def executor_for(wait: float) -> Callable[[str, Any], str]:
+    """`executor`, after blocking `wait` seconds first when `wait` > 0: a step that waits on I/O as
+    a model's or an API's call does (the wait releases the interpreter lock, as a socket read does)."""
+    if wait <= 0:
+        return executor
+
+    def waiting(step: str, context: Any) -> str:
+        time.sleep(wait)
+        return executor(step, context)
+
+    return waiting
+
+
 def ours_graph_source() -> str:
     """Which graph `ours_workflow` runs (recorded in results.json)."""
     return f"{plan_review.__name__}.{plan_review.create_plan_review_graph.__name__}"
 
 
-def ours_workflow(steps: int = 1, durability: Durability | None = None) -> Workflow:
-    """The plan-review template as a runner workflow, with the durability it declares (or `durability`)."""
-    return Workflow(WORKFLOW, lambda: plan_review.create_plan_review_graph(planner_for(steps), executor),
+def ours_workflow(steps: int = 1, durability: Durability | None = None, step_wait: float = 0.0) -> Workflow:
+    """The plan-review template as a runner workflow, with the durability it declares (or `durability`);
+    each step waits `step_wait` seconds on I/O (`executor_for`)."""
+    run_step = executor_for(step_wait)
+    return Workflow(WORKFLOW, lambda: plan_review.create_plan_review_graph(planner_for(steps), run_step),
                     durability=durability or TEMPLATE_DURABILITY)
 
 
-def plain_plan_review_graph(steps: int = 1) -> StateGraph[Any]:
+def plain_plan_review_graph(steps: int = 1, step_wait: float = 0.0) -> StateGraph[Any]:
     """The same shape with plain LangGraph: `interrupt()` and `Command(resume=...)`."""
-    return _plan_review_graph(planner_for(steps), interrupt)
+    return _plan_review_graph(planner_for(steps), interrupt, executor_for(step_wait))
 
 
 class PlanState(TypedDict, total=False):
@@ -65,7 +81,8 @@ class PlanState(TypedDict, total=False):
     ending: dict[str, Any] | None
 
 
-def _plan_review_graph(planner: Callable[[Any], Sequence[str]], gate: Callable[[Any], Any]) -> StateGraph[Any]:
+def _plan_review_graph(planner: Callable[[Any], Sequence[str]], gate: Callable[[Any], Any],
+                       run_step: Callable[[str, Any], str]) -> StateGraph[Any]:
     def plan(state: PlanState) -> PlanState:
         versions = list(state.get("plan_versions") or [])
         done = list(state.get("results") or [])
@@ -96,7 +113,7 @@ def _plan_review_graph(planner: Callable[[Any], Sequence[str]], gate: Callable[[
         steps = state["plan"]
         position = state.get("next_step", 0)
         done = list(state.get("results") or [])
-        entry = {"index": len(done) + 1, "step": steps[position], "result": executor(steps[position], None),
+        entry = {"index": len(done) + 1, "step": steps[position], "result": run_step(steps[position], None),
                  "plan_version": state["plan_versions"][-1]["version"]}
         update: PlanState = {"results": [*done, entry], "next_step": position + 1}
         if position + 1 >= len(steps):

@@ -152,21 +152,27 @@ def print_report(results: dict[str, Any]) -> None:
             print(f"   {label} finished, by table: " + ", ".join(f"{k} {v:,} (plain {p.get(k, 0):,})"
                                                              for k, v in o.items() if k != "total"))
     if an := results.get("async"):
-        n = an["cycles_per_batch"]
-        out.table(f"9. async cycles ({an['rounds']} rounds x {an['batches_per_round']} batches of {n} cycles), one event loop",
-                  ["setup", "cycles/s", "ms/cycle", "process cores busy"],
-                  [[name, _mmm(v["cycles_per_s"]), _mmm(v["ms_per_cycle"]), _mmm(an.get("process_cores_busy", {}).get(name))]
-                   for name, v in an["variants"].items()])
-        gain = an[f"throughput_{n}_vs_1"]
-        out.table("9. async ratios per round", ["ratio", "x", "target"],
-                  [*[[k, _mmm(v), an["targets"].get(k, "-")] for k, v in an["ratios"].items()],
-                   *[[f"throughput {n} at once / 1 at a time: {k}", _mmm(v), an["targets"].get(f"throughput_{n}_vs_1 {k}", "-")]
-                     for k, v in gain.items()]])
+        for part, what in ((an, "steps that only compute"), (an.get("waiting"), "each step first waits on I/O")):
+            if part:
+                _async(out, part, f"{what}, {part.get('step_wait_ms', 0):g} ms")
     if tg := results.get("targets"):
         out.table("targets (met: - when not judged: a quick run, or fewer than 100,000 threads)",
                   ["what", "target", "measured", "met"],
                   [[t["what"], t["target"], t["measured"], {True: "yes", False: "NO", None: "-"}[t["met"]]]
                    for t in tg])
+
+
+def _async(out: _Out, an: dict[str, Any], what: str) -> None:
+    n = an["cycles_per_batch"]
+    out.table(f"9. async cycles ({an['rounds']} rounds x {an['batches_per_round']} batches of {n} cycles), one event loop; "
+              f"{what}", ["setup", "cycles/s", "ms/cycle", "process cores busy"],
+              [[name, _mmm(v["cycles_per_s"]), _mmm(v["ms_per_cycle"]), _mmm(an.get("process_cores_busy", {}).get(name))]
+               for name, v in an["variants"].items()])
+    gain = an[f"throughput_{n}_vs_1"]
+    out.table(f"9. async ratios per round; {what}", ["ratio", "x", "target"],
+              [*[[k, _mmm(v), an["targets"].get(k, "-")] for k, v in an["ratios"].items()],
+               *[[f"throughput {n} at once / 1 at a time: {k}", _mmm(v), an["targets"].get(f"throughput_{n}_vs_1 {k}", "-")]
+                 for k, v in gain.items()]])
 
 
 def _postgres(out: _Out, pg: dict[str, Any]) -> None:

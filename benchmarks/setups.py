@@ -261,8 +261,14 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         cycle = an["ratios"]["ours_async_1 / plain_async_exit_1"]["median"]
         add("7. async cycle: astart/aresume vs plain AsyncSqliteSaver, both durability='exit'", "<= 1.15x", cycle, cycle <= 1.15)
         gain = an[f"throughput_{n}_vs_1"]["ours"]["median"]
-        add(f"7. async: {n} threads resumed at once from one event loop vs one at a time (throughput)", ">= 1.5x", gain,
-            gain >= 1.5)
+        plain = an[f"throughput_{n}_vs_1"]["plain_async_exit"]["median"]
+        add(f"7. async: {n} threads resumed at once from one event loop vs one at a time (throughput; steps that only "
+            f"compute; plain LangGraph {plain}x)", ">= 1.5x", gain, gain >= 1.5)
+        if waiting := an.get("waiting"):
+            gain = waiting[f"throughput_{n}_vs_1"]["ours"]["median"]
+            plain = waiting[f"throughput_{n}_vs_1"]["plain_async_exit"]["median"]
+            add(f"7. async: the same, each step first waiting {waiting['step_wait_ms']:g} ms on I/O as a model call does "
+                f"(plain LangGraph {plain}x)", ">= 1.5x", gain, gain >= 1.5)
     for name, entry in results.get("throughput", {}).get("configs", {}).items():
         if "check" in entry:
             add(f"4. {name}: nothing lost or doubled", "none", entry["check"]["ok"], entry["check"]["ok"], timing=False)

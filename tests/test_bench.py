@@ -59,6 +59,9 @@ def test_quick_benchmark_reports_every_figure(tmp_path: Path) -> None:
     asynchronous = results["async"]
     assert {"ours_async_1", "ours_async_8", "plain_async_exit_1", "plain_async_exit_8"} == set(asynchronous["variants"])
     assert asynchronous["throughput_8_vs_1"]["ours"]["median"] > 0
+    waiting = asynchronous["waiting"]  # the same cycles with each step blocking on I/O first, in both setups
+    for name in ("ours_async_1", "plain_async_exit_1"):
+        assert waiting["variants"][name]["ms_per_cycle"]["min"] >= waiting["step_wait_ms"] == 5, waiting["variants"][name]
 
     assert results["targets"]
     assert "1. one pause+resume cycle" in run.stdout
