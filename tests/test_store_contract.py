@@ -359,6 +359,16 @@ def test_a_recorded_event_joins_the_history_once(store: Store) -> None:
     assert store.audit.verify().ok
 
 
+def test_a_recorded_events_data_is_stored_once_in_the_history(store: Store) -> None:
+    """The key that stops a re-run node from recording twice keeps no copy of the entry's data."""
+    paused(store, "t1", review("t1", "r1"))
+    data = {"report": "x" * 50_000}
+    store.effects.record_once("t1", "event|k", "reported", data)
+    store.ledger.add_events("t1", [Event("note")])
+    assert [e.data for e in store.ledger.history("t1") if e.event == "reported"] == [data]
+    assert store.effects.get("t1", "event|k") == (True, "recorded")
+
+
 def test_approvals_are_remembered_per_workflow_and_actor(store: Store, other: Store) -> None:
     paused(store, "a1", review("a1", "r1"), actor="ana")
     paused(store, "a2", review("a2", "r1"), actor="ana")

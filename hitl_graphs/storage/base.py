@@ -255,6 +255,12 @@ class LedgerStore(Protocol):
         ...
 
 
+RECORDED = '"recorded"'
+"""The result a `record_event` key's effect row keeps (JSON): only that the entry was recorded. The
+entry's data is stored once, in the history (the audit log); the row only stops a node that runs
+again from adding the entry twice."""
+
+
 class EffectStore(Protocol):
     """What `run_once`, `record_event` and `AskOncePolicy(scope="workflow")` need."""
 
@@ -267,7 +273,7 @@ class EffectStore(Protocol):
         ...
 
     def record_once(self, thread_id: str, key: str, event: str, data: dict[str, Any]) -> None:
-        """Append `event` to the thread's history unless `key` was recorded before."""
+        """Append `event` to the thread's history unless `key` was recorded before (its row keeps `RECORDED`)."""
         ...
 
     def remembered(self, thread_id: str, tool: str) -> bool:

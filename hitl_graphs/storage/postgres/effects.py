@@ -22,7 +22,7 @@ from psycopg.rows import DictRow
 from psycopg_pool import ConnectionPool
 
 from hitl_graphs.audit import Event
-from hitl_graphs.storage.base import DEFER_KEY
+from hitl_graphs.storage.base import DEFER_KEY, RECORDED
 from hitl_graphs.storage.postgres.audit import append, lock
 from hitl_graphs.storage.postgres.commits import transaction
 from hitl_graphs.storage.postgres.saver import Deferred, History
@@ -56,7 +56,7 @@ class PostgresEffects:
             return
         with transaction(self.pool, durable=False) as c:  # a history entry: rides on the next flushed commit
             added = c.execute("INSERT INTO hitl_effects (thread_id, key, result, at) VALUES (%s, %s, %s, %s) "
-                              "ON CONFLICT DO NOTHING RETURNING key", (thread_id, key, json.dumps(data), now))
+                              "ON CONFLICT DO NOTHING RETURNING key", (thread_id, key, RECORDED, now))
             lock(c, thread_id, self.key)  # the thread's audit lock in the same round trip
             if added.fetchone() is not None:
                 append(c, thread_id, [Event(event, data=data)], now, self.key)

@@ -45,7 +45,7 @@ from hitl_graphs.errors import (
     UnknownThreadError,
 )
 from hitl_graphs.reviews import HistoryEntry, Outcome, ReviewRequest, ThreadStatus
-from hitl_graphs.storage.base import AtDecision, Liveness, NewThread, ReviewRow, Synced, ThreadRow
+from hitl_graphs.storage.base import RECORDED, AtDecision, Liveness, NewThread, ReviewRow, Synced, ThreadRow
 from hitl_graphs.storage.syncing import ended, keeps_input, plan_sync, synced, with_payload
 from hitl_graphs.storage.postgres.audit import append, lock
 from hitl_graphs.storage.postgres.commits import flush, transaction
@@ -405,7 +405,7 @@ def _queue_history(c: Conn, thread_id: str, history: Sequence[History]) -> Queue
     of the node finds its key); `_history_events` reads which were new once the transaction's next
     answer has come (no round trip of their own)."""
     return [(h, c.execute("INSERT INTO hitl_effects (thread_id, key, result, at) VALUES (%s, %s, %s, %s) "
-                          "ON CONFLICT DO NOTHING RETURNING key", (thread_id, h.key, json.dumps(h.data), h.at)))
+                          "ON CONFLICT DO NOTHING RETURNING key", (thread_id, h.key, RECORDED, h.at)))
             for h in history]
 
 

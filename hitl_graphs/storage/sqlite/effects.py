@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hitl_graphs.audit import Event
+from hitl_graphs.storage.base import RECORDED
 from hitl_graphs.storage.sqlite.audit import append
 from hitl_graphs.storage.sqlite.connection import pending_rows, write_transaction
 
@@ -64,7 +65,7 @@ class SqliteEffects:
 
 
 def _record(c: sqlite3.Connection, thread_id: str, key: str, event: str, data: dict[str, Any], now: float) -> None:
-    added = c.execute("INSERT OR IGNORE INTO hitl_effects VALUES (?, ?, ?, ?)", (thread_id, key, json.dumps(data), now)).rowcount
+    added = c.execute("INSERT OR IGNORE INTO hitl_effects VALUES (?, ?, ?, ?)", (thread_id, key, RECORDED, now)).rowcount
     if added:
         append(c, thread_id, [Event(event, data=data)], now)
 

@@ -19,7 +19,8 @@ The tables:
 - `hitl_reviews`: one row per review: pending -> decided -> applied (or superseded / cancelled),
   the request shown and the decision taken. Listing pending reviews is an index range scan.
 - `hitl_events` and `hitl_audit_head`: the append-only, hash-chained history (`hitl_graphs.audit`).
-- `hitl_effects`: results of `run_once` effects and the keys of `record_event` entries.
+- `hitl_effects`: results of `run_once` effects and the keys of `record_event` entries (a key keeps
+  `base.RECORDED`, not the entry's data: that is stored once, in `hitl_events`).
 - `hitl_feedback`: ratings of finished threads.
 - `hitl_remembered`: approvals remembered per workflow and actor (`AskOncePolicy(scope="workflow")`).
 - `hitl_tokens`: API tokens, as hashes, with the actor and roles each speaks for.
