@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -105,3 +106,26 @@ async def test_async_nodes_run_on_the_callers_loop(db: str) -> None:
         done = await asyncio.gather(*(runner.aresume(v.thread_id, Approve(actor="ana")) for v in views))
         assert [d.state["status"] for d in done] == ["sent"] * 3
         assert loops == [asyncio.get_running_loop()] * 3
+
+
+async def test_plain_function_graphs_run_on_the_loops_default_executor(db: str) -> None:
+    """How many runs of plain-function graphs proceed at once is the loop's default executor's size,
+    as for LangGraph's own `ainvoke` (README): a server whose steps block on a model sizes it."""
+    used: list[str] = []
+
+    class Counting(ThreadPoolExecutor):
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            used.append(getattr(fn, "__name__", repr(fn)))
+            return super().submit(fn, *args, **kwargs)
+
+    asyncio.get_running_loop().set_default_executor(Counting(max_workers=2, thread_name_prefix="sized"))
+
+    def send(state: SendState) -> SendState:
+        return {"status": "sent"}
+
+    with Runner.open(db, workflows=[Workflow("send", _gated(send))]) as runner:
+        views = await asyncio.gather(*(runner.astart("send", {"to": f"u{i}"}) for i in range(3)))
+        before = len(used)
+        done = await asyncio.gather(*(runner.aresume(v.thread_id, Approve(actor="ana")) for v in views))
+        assert [d.state["status"] for d in done] == ["sent"] * 3
+        assert before >= 3 and len(used) >= before + 3  # each start and each resume went through it
