@@ -111,14 +111,14 @@ async def test_async_nodes_run_on_the_callers_loop(db: str) -> None:
 async def test_plain_function_graphs_run_on_the_loops_default_executor(db: str) -> None:
     """How many runs of plain-function graphs proceed at once is the loop's default executor's size,
     as for LangGraph's own `ainvoke` (README): a server whose steps block on a model sizes it."""
-    used: list[str] = []
+    used: list[Any] = []
 
     class Counting(ThreadPoolExecutor):
         def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
-            used.append(getattr(fn, "__name__", repr(fn)))
+            used.append(fn)
             return super().submit(fn, *args, **kwargs)
 
-    asyncio.get_running_loop().set_default_executor(Counting(max_workers=2, thread_name_prefix="sized"))
+    asyncio.get_running_loop().set_default_executor(Counting(max_workers=2))
 
     def send(state: SendState) -> SendState:
         return {"status": "sent"}

@@ -290,7 +290,12 @@ def test_a_runs_history_entry_commits_with_its_checkpoint_after_its_start(pg_db_
         thread_id = runner.start("noted-exit").thread_id
         events = [e.event for e in runner.history(thread_id)]
         assert events[:3] == ["started", "noted", "review_requested"], events
+        assert [e.data for e in runner.history(thread_id) if e.event == "noted"] == [{"to": "ana"}]
         assert runner.audit_verify().ok
+    with psycopg.connect(pg_db_url) as conn:  # the entry's key keeps no second copy of its data
+        kept = conn.execute("SELECT result FROM hitl_effects WHERE thread_id = %s AND key LIKE 'event|%%'",
+                            (thread_id,)).fetchall()
+        assert kept == [('"recorded"',)], kept
     killed = python(pg_db_url, NOTED + (
         "import os, signal\n"
         "from hitl_graphs import Runner\n"
