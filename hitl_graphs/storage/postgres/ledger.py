@@ -91,15 +91,16 @@ class PostgresLedger:
             yield c
 
     @contextmanager
-    def _settling(self, thread_id: str) -> Iterator[tuple[Conn, list[History]]]:
+    def _settling(self, thread_id: str) -> Iterator[tuple[Conn, Queued]]:
         """A flushed transaction that records where the thread's run stopped: it sends the run's
-        checkpoint first (`saver.Deferred`) and hands the run's waiting history entries to the
-        caller (`_queue_history`), so all of it commits together; rolled back, it all waits again."""
+        checkpoint first (`saver.Deferred`) and queues the keys of the run's waiting history
+        entries (`_queue_history`); the caller appends those that are new (`_history_events`) with
+        its own, so all of it commits together. Rolled back, it all waits again."""
         waiting = self.deferred.take(thread_id)
         try:
             with transaction(self.pool, durable=True) as c:
                 send(c, waiting.statements)
-                yield c, waiting.history
+                yield c, _queue_history(c, thread_id, waiting.history)
         except BaseException:
             self.deferred.put_back(thread_id, waiting)
             raise
@@ -108,8 +109,8 @@ class PostgresLedger:
         """Commit every run's checkpoint and history entries still waiting (a run that never
         settled; `PostgresStore.close`), each thread's in a transaction of its own."""
         for thread_id in self.deferred.threads():
-            with self._settling(thread_id) as (c, history):
-                self._append(c, thread_id, _history_events(_queue_history(c, thread_id, history)), time.time())
+            with self._settling(thread_id) as (c, queued):
+                self._append(c, thread_id, _history_events(queued), time.time())
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[DictRow]:
         with self.pool.connection() as c:
@@ -277,11 +278,10 @@ class PostgresLedger:
         """Make the ledger agree with the thread's latest checkpoint, in one transaction (the rules
         are `hitl_graphs.storage.syncing`'s, shared with SQLite)."""
         now = time.time()
-        with self._settling(thread_id) as (c, history):  # the run's checkpoint first
+        with self._settling(thread_id) as (c, queued):  # the run's checkpoint first; what it recorded, answered below
             if new is not None:
                 self._insert_thread(c, thread_id, new, None, None, now,  # its start first in the history
                                     keep_input=keeps_input(status))
-            queued = _queue_history(c, thread_id, history)  # what the run recorded, answered with the reads below
             # the reviews, the thread and its audit lock (the lock order), in one round trip
             reviews = c.execute("SELECT review_id, status, request FROM hitl_reviews WHERE thread_id = %s "
                                 "ORDER BY created_at, review_id FOR UPDATE", (thread_id,))
@@ -327,8 +327,7 @@ class PostgresLedger:
 
     def fail_thread(self, thread_id: str, error: str, events: Sequence[Event] = ()) -> None:
         now = time.time()
-        with self._settling(thread_id) as (c, history):
-            queued = _queue_history(c, thread_id, history)
+        with self._settling(thread_id) as (c, queued):
             c.execute("UPDATE hitl_threads SET status = 'failed', error = %s, owner = NULL, lease_until = NULL, "
                       "updated_at = %s WHERE thread_id = %s", (error, now, thread_id))
             self._append(c, thread_id, [*_history_events(queued), *events, Event("failed", data={"error": error})], now)
@@ -336,8 +335,7 @@ class PostgresLedger:
     def release(self, thread_id: str, review_id: str, reason: str) -> None:
         now = time.time()
         error = f"the graph raised {reason} on the decision's resume value; `hitl recover` asks again"
-        with self._settling(thread_id) as (c, history):
-            queued = _queue_history(c, thread_id, history)
+        with self._settling(thread_id) as (c, queued):
             c.execute("UPDATE hitl_reviews SET status = 'superseded' WHERE thread_id = %s AND review_id = %s "
                       "AND status = 'decided'", (thread_id, review_id))
             c.execute("UPDATE hitl_threads SET status = 'failed', outcome = NULL, error = %s, owner = NULL, "
